@@ -1,0 +1,105 @@
+//! Request and response bodies of sandboxd's HTTP endpoints other than the events themselves.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Action;
+
+/// Body of `POST /execute_action`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecuteActionRequest {
+    /// The action to run.
+    pub action: Action,
+}
+
+/// Body of `GET /alive`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AliveResponse {
+    /// Always `"ok"`.
+    pub status: String,
+}
+
+/// Body of every error answer: `{"detail": ...}`, plus validation details on 422.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorResponse {
+    /// What went wrong, for a person.
+    pub detail: String,
+    /// Validation details (422 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<String>,
+}
+
+/// Body of `POST /list_files`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListFilesRequest {
+    /// Directory to list; absent means the initial working directory, relative is joined to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Body of a successful `POST /upload_file`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UploadResponse {
+    /// Name of the uploaded file as the client sent it.
+    pub filename: String,
+    /// Destination directory, as given.
+    pub destination: String,
+    /// Whether the upload was a zip to extract.
+    pub recursive: bool,
+}
+
+/// Body of `GET /server_info`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// Seconds since the server started.
+    pub uptime: f64,
+    /// Seconds since the last `/execute_action`.
+    pub idle_time: f64,
+    /// Resource use of the server process and its disk.
+    pub resources: Resources,
+}
+
+/// Resource figures in `ServerInfo`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    /// CPU use of the server process since the previous call, in percent of one core.
+    pub cpu_percent: f64,
+    /// Memory of the server process.
+    pub memory: MemoryInfo,
+    /// The file system of the working directory.
+    pub disk: DiskInfo,
+    /// Bytes read and written by the server process.
+    pub io: IoInfo,
+}
+
+/// Memory figures in bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryInfo {
+    /// Resident set size.
+    pub rss: u64,
+    /// Virtual memory size.
+    pub vms: u64,
+    /// `rss` as a percentage of the machine's memory.
+    pub percent: f64,
+}
+
+/// Disk figures in bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskInfo {
+    /// Size of the file system.
+    pub total: u64,
+    /// Bytes in use.
+    pub used: u64,
+    /// Bytes available to unprivileged users.
+    pub free: u64,
+    /// `used` as a percentage of `used + free`.
+    pub percent: f64,
+}
+
+/// I/O counters in bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IoInfo {
+    /// Bytes read from storage.
+    pub read_bytes: u64,
+    /// Bytes written to storage.
+    pub write_bytes: u64,
+}

@@ -1,0 +1,16 @@
+//! Wire types of the sandbox API, in OpenHands V0's event JSON.
+//!
+//! This crate holds serde types and nothing else: no I/O, no async runtime, no behaviour. Every
+//! shape here is what OpenHands' own Python client puts on (or reads from) the wire, so a type's
+//! field order, names and defaults are protocol facts, not style choices. `../shared/SPEC.md` is
+//! the reference for each of them.
+#![deny(missing_docs)]
+
+pub mod action;
+pub mod api;
+pub mod event;
+pub mod observation;
+
+pub use action::{Action, ActionKind, ActionType};
+pub use event::{EventSource, ToolCallMetadata};
+pub use observation::{CmdOutputMetadata, Observation, ObservationKind};

@@ -1,0 +1,182 @@
+//! Observations: what the environment answers to an action.
+//!
+//! JSON shape: `{"id"?, "timestamp"?, "source"?, "message", "cause"?, "observation": TYPE,
+//! "tool_call_metadata"?, "llm_metrics"?, "extras": {...}, "content", "success"?}`. OpenHands'
+//! client turns every `extras` key into a constructor keyword, so each extras struct has exactly
+//! the reference's key set: adding a key breaks the client for every type except `run`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{EventSource, ToolCallMetadata};
+
+/// One observation event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Event id in the stream; absent when not yet stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<i64>,
+    /// ISO-8601 time the event was stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    /// Who produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<EventSource>,
+    /// A one-line description for people.
+    #[serde(default)]
+    pub message: String,
+    /// Id of the action this observation answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<i64>,
+    /// The observation type (`observation`) and its extras (`extras`).
+    #[serde(flatten)]
+    pub kind: ObservationKind,
+    /// The tool call of the action this observation answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_metadata: Option<ToolCallMetadata>,
+    /// LLM token and cost figures, kept opaque.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_metrics: Option<serde_json::Value>,
+    /// The text the agent reads.
+    #[serde(default)]
+    pub content: String,
+    /// Whether a command succeeded; only `run` and `run_ipython` carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+}
+
+/// The observation type with its extras.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "observation", content = "extras", rename_all = "snake_case")]
+#[allow(missing_docs, reason = "each variant is named after its wire type and documented on its extras")]
+pub enum ObservationKind {
+    Run(CmdOutputExtras),
+    RunIpython(IPythonRunCellExtras),
+    Read(FileReadExtras),
+    Write(FileWriteExtras),
+    Edit(FileEditExtras),
+    Error(ErrorExtras),
+    AgentStateChanged(AgentStateChangedExtras),
+    Null(EmptyExtras),
+    Think(EmptyExtras),
+    Success(EmptyExtras),
+    UserRejected(EmptyExtras),
+}
+
+/// Extras of a `run` observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CmdOutputExtras {
+    /// The command as received (after whitespace trimming).
+    pub command: String,
+    /// What the shell reported.
+    pub metadata: CmdOutputMetadata,
+    /// Echo of the action's `hidden`.
+    #[serde(default)]
+    pub hidden: bool,
+    /// sandboxd's own addition: a file in the sandbox holding the command's whole output, so
+    /// nothing is lost to truncation. The `run` constructor accepts extra keywords.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_output_path: Option<String>,
+}
+
+/// What the shell reported about a command; defaults mean "not finished".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CmdOutputMetadata {
+    /// `$?`, or −1 while running.
+    pub exit_code: i64,
+    /// `$!`: the most recent background job, or −1.
+    pub pid: i64,
+    /// `\u` of the shell.
+    pub username: Option<String>,
+    /// `\h` of the shell.
+    pub hostname: Option<String>,
+    /// The shell's working directory after the command.
+    pub working_dir: Option<String>,
+    /// `which python`, or `""` when there is none.
+    pub py_interpreter_path: Option<String>,
+    /// Text shown before `content` (continuation and truncation notices).
+    pub prefix: String,
+    /// Text shown after `content` (exit code and timeout notices).
+    pub suffix: String,
+}
+
+impl Default for CmdOutputMetadata {
+    fn default() -> Self {
+        CmdOutputMetadata {
+            exit_code: -1,
+            pid: -1,
+            username: None,
+            hostname: None,
+            working_dir: None,
+            py_interpreter_path: None,
+            prefix: String::new(),
+            suffix: String::new(),
+        }
+    }
+}
+
+/// Extras of a `run_ipython` observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IPythonRunCellExtras {
+    /// The cell's code.
+    pub code: String,
+    /// `data:image/png;base64,...` URLs of displayed images, or null when none.
+    pub image_urls: Option<Vec<String>>,
+}
+
+/// Extras of a `read` observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileReadExtras {
+    /// The path read (absolute in default mode, as given with `oh_aci`).
+    pub path: String,
+    /// `default` or `oh_aci`.
+    pub impl_source: crate::action::FileReadSource,
+}
+
+/// Extras of a `write` observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileWriteExtras {
+    /// The absolute path written.
+    pub path: String,
+}
+
+/// Extras of an `edit` observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileEditExtras {
+    /// The path, as given.
+    pub path: String,
+    /// Always false in the reference.
+    pub prev_exist: bool,
+    /// The action's `old_str`.
+    pub old_content: Option<String>,
+    /// The action's `new_str`.
+    pub new_content: Option<String>,
+    /// Always `oh_aci`.
+    pub impl_source: String,
+    /// Unified diff (zero context) of the file before and after; `""` when nothing changed.
+    pub diff: Option<String>,
+    /// Always null.
+    #[serde(rename = "_diff_cache")]
+    pub diff_cache: Option<serde_json::Value>,
+}
+
+/// Extras of an `error` observation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorExtras {
+    /// A machine-readable error id, `""` when none.
+    #[serde(default)]
+    pub error_id: String,
+}
+
+/// Extras of an `agent_state_changed` observation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentStateChangedExtras {
+    /// The new state's wire name.
+    pub agent_state: String,
+    /// Why, when known.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// Extras of observations that carry none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyExtras {}

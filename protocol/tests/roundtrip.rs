@@ -1,0 +1,63 @@
+//! The wire types decode what OpenHands' client sends and encode what it reads.
+
+use protocol::action::{ActionKind, CmdRunArgs};
+use protocol::observation::{CmdOutputExtras, CmdOutputMetadata};
+use protocol::{Action, Observation, ObservationKind};
+
+#[test]
+fn decodes_the_clients_run_action_and_ignores_unknown_keys() {
+    let json = r#"{"message": "Running command: ls -l", "action": "run",
+      "args": {"command": "ls -l", "is_input": false, "thought": "", "blocking": false, "is_static": false,
+               "cwd": null, "hidden": false, "confirmation_state": "confirmed", "security_risk": -1,
+               "some_future_arg": 3},
+      "timeout": 120.0, "whatever": 1}"#;
+    let action: Action = serde_json::from_str(json).unwrap();
+    assert_eq!(action.timeout, Some(120.0));
+    assert_eq!(action.kind, ActionKind::Run(CmdRunArgs::new("ls -l")));
+}
+
+#[test]
+fn integer_timeout_and_defaults() {
+    let action: Action =
+        serde_json::from_str(r#"{"action": "read", "args": {"path": "x"}, "timeout": 2}"#).unwrap();
+    assert_eq!(action.timeout, Some(2.0));
+    let ActionKind::Read(args) = action.kind else { panic!("not a read") };
+    assert_eq!((args.start, args.end), (0, -1));
+}
+
+#[test]
+fn run_observation_has_the_reference_shape() {
+    let obs = Observation {
+        id: None,
+        timestamp: None,
+        source: None,
+        message: "Command `true` executed with exit code 0.".into(),
+        cause: Some(7),
+        kind: ObservationKind::Run(CmdOutputExtras {
+            command: "true".into(),
+            metadata: CmdOutputMetadata::default(),
+            hidden: false,
+            full_output_path: None,
+        }),
+        tool_call_metadata: None,
+        llm_metrics: None,
+        content: String::new(),
+        success: Some(true),
+    };
+    let value = serde_json::to_value(&obs).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "message": "Command `true` executed with exit code 0.",
+            "cause": 7,
+            "observation": "run",
+            "content": "",
+            "extras": {"command": "true", "metadata": {"exit_code": -1, "pid": -1, "username": null,
+                "hostname": null, "working_dir": null, "py_interpreter_path": null, "prefix": "",
+                "suffix": ""}, "hidden": false},
+            "success": true
+        })
+    );
+    let back: Observation = serde_json::from_value(value).unwrap();
+    assert_eq!(back, obs);
+}

@@ -1,0 +1,121 @@
+//! Constructors for the observations sandboxd answers with, so every module builds them the
+//! same way (message text, extras key set, `success`) as the reference does.
+
+use protocol::action::FileReadSource;
+use protocol::observation::{
+    CmdOutputExtras, CmdOutputMetadata, ErrorExtras, FileEditExtras, FileReadExtras,
+    FileWriteExtras, IPythonRunCellExtras,
+};
+use protocol::{Observation, ObservationKind};
+
+fn observation(message: String, kind: ObservationKind, content: String) -> Observation {
+    Observation {
+        id: None,
+        timestamp: None,
+        source: None,
+        message,
+        cause: None,
+        kind,
+        tool_call_metadata: None,
+        llm_metrics: None,
+        content,
+        success: None,
+    }
+}
+
+/// `error`: the message is the content.
+pub fn error(content: impl Into<String>) -> Observation {
+    let content = content.into();
+    observation(
+        content.clone(),
+        ObservationKind::Error(ErrorExtras::default()),
+        content,
+    )
+}
+
+/// `run`: a command's output with the shell's metadata.
+pub fn run(
+    command: &str,
+    content: String,
+    metadata: CmdOutputMetadata,
+    hidden: bool,
+    full_output_path: Option<String>,
+) -> Observation {
+    let message = format!(
+        "Command `{command}` executed with exit code {}.",
+        metadata.exit_code
+    );
+    let success = metadata.exit_code == 0;
+    let mut obs = observation(
+        message,
+        ObservationKind::Run(CmdOutputExtras {
+            command: command.to_owned(),
+            metadata,
+            hidden,
+            full_output_path,
+        }),
+        content,
+    );
+    obs.success = Some(success);
+    obs
+}
+
+/// `run_ipython`: a cell's output.
+pub fn ipython(code: &str, content: String, image_urls: Option<Vec<String>>) -> Observation {
+    let mut obs = observation(
+        "Code executed in IPython cell.".to_owned(),
+        ObservationKind::RunIpython(IPythonRunCellExtras {
+            code: code.to_owned(),
+            image_urls,
+        }),
+        content,
+    );
+    obs.success = Some(true);
+    obs
+}
+
+/// `read`: file content (default mode) or the editor's view (`oh_aci`).
+pub fn read(path: &str, impl_source: FileReadSource, content: String) -> Observation {
+    observation(
+        format!("I read the file {path}."),
+        ObservationKind::Read(FileReadExtras {
+            path: path.to_owned(),
+            impl_source,
+        }),
+        content,
+    )
+}
+
+/// `write`: always empty content.
+pub fn write(path: &str) -> Observation {
+    observation(
+        format!("I wrote to the file {path}."),
+        ObservationKind::Write(FileWriteExtras {
+            path: path.to_owned(),
+        }),
+        String::new(),
+    )
+}
+
+/// `edit`: the editor's output; `old_content`/`new_content` echo the action's `old_str`/`new_str`.
+pub fn edit(
+    path: &str,
+    content: String,
+    old_str: Option<String>,
+    new_str: Option<String>,
+    diff: String,
+) -> Observation {
+    observation(
+        format!("I edited the file {path}."),
+        ObservationKind::Edit(FileEditExtras {
+            path: path.to_owned(),
+            prev_exist: false,
+            old_content: old_str,
+            new_content: new_str,
+            impl_source: "oh_aci".to_owned(),
+            diff: Some(diff),
+            diff_cache: None,
+        }),
+        content,
+    )
+}
