@@ -143,7 +143,10 @@ impl ActionType {
 /// The action type with its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", content = "args", rename_all = "snake_case")]
-#[allow(missing_docs, reason = "each variant is named after its wire type and documented on its args")]
+#[allow(
+    missing_docs,
+    reason = "each variant is named after its wire type and documented on its args"
+)]
 pub enum ActionKind {
     Run(CmdRunArgs),
     RunIpython(IPythonRunCellArgs),

@@ -47,7 +47,10 @@ pub struct Observation {
 /// The observation type with its extras.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "observation", content = "extras", rename_all = "snake_case")]
-#[allow(missing_docs, reason = "each variant is named after its wire type and documented on its extras")]
+#[allow(
+    missing_docs,
+    reason = "each variant is named after its wire type and documented on its extras"
+)]
 pub enum ObservationKind {
     Run(CmdOutputExtras),
     RunIpython(IPythonRunCellExtras),

@@ -21,7 +21,9 @@ fn integer_timeout_and_defaults() {
     let action: Action =
         serde_json::from_str(r#"{"action": "read", "args": {"path": "x"}, "timeout": 2}"#).unwrap();
     assert_eq!(action.timeout, Some(2.0));
-    let ActionKind::Read(args) = action.kind else { panic!("not a read") };
+    let ActionKind::Read(args) = action.kind else {
+        panic!("not a read")
+    };
     assert_eq!((args.start, args.end), (0, -1));
 }
 

@@ -1,0 +1,866 @@
+//! [`SandboxClient`]: one typed async method per sandboxd endpoint (§2 and §8 of the spec).
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use protocol::action::{CmdRunArgs, FileEditArgs, FileReadArgs, FileWriteArgs};
+use protocol::api::{ListFilesRequest, ServerInfo, UploadResponse};
+use protocol::{Action, ActionKind, Observation};
+use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::{Method, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::ClientError;
+
+/// Header carrying the session API key.
+pub const API_KEY_HEADER: &str = "X-Session-API-Key";
+
+/// HTTP deadline of `GET /alive` (the stock client's).
+pub const ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+/// HTTP deadline of `GET /server_info` (the spec names none).
+pub const SERVER_INFO_TIMEOUT: Duration = Duration::from_secs(10);
+/// HTTP deadline of `POST /list_files` (the stock client's).
+pub const LIST_FILES_TIMEOUT: Duration = Duration::from_secs(10);
+/// HTTP deadline of `GET /download_files` (the stock client's).
+pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// HTTP deadline of `POST /upload_file` (the stock client's).
+pub const UPLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+/// Added to an action's `timeout` to get the HTTP deadline of `POST /execute_action`.
+pub const EXECUTE_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
+/// Time allowed to open a TCP connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The `timeout` the stock client gives actions that have none (`sandbox.timeout`), in seconds.
+pub const DEFAULT_ACTION_TIMEOUT: f64 = 120.0;
+
+/// First and longest pause between `/alive` polls in [`SandboxClient::wait_until_alive`].
+const ALIVE_POLL_FIRST: Duration = Duration::from_millis(10);
+const ALIVE_POLL_MAX: Duration = Duration::from_millis(20);
+
+/// A typed async client for one sandboxd.
+///
+/// Cheap to clone (the connection pool is shared). Every request carries
+/// `X-Session-API-Key` when a key is configured. Calls never retry on their own; see
+/// [`ClientError::is_retryable`].
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), client::ClientError> {
+/// use std::time::Duration;
+/// let sandbox = client::SandboxClient::new("http://127.0.0.1:8000", Some("sekret".into()))?;
+/// sandbox.wait_until_alive(Duration::from_secs(30)).await?;
+/// let obs = sandbox.run("echo hello", None).await?;
+/// use client::ObservationExt;
+/// assert_eq!(obs.exit_code(), Some(0));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SandboxClient {
+    base: Url,
+    api_key: Option<HeaderValue>,
+    http: reqwest::Client,
+}
+
+impl fmt::Debug for SandboxClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SandboxClient")
+            .field("base", &self.base.as_str())
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl SandboxClient {
+    /// A client for the sandboxd at `base_url` (`http://host:port`, optionally with a path
+    /// prefix; a missing scheme means `http://`), sending `session_api_key` when given.
+    ///
+    /// The HTTP client pools connections, connects within [`CONNECT_TIMEOUT`] and ignores proxy
+    /// settings from the environment (a sandbox is reached directly); use
+    /// [`SandboxClient::with_http_client`] for anything else.
+    pub fn new(base_url: &str, session_api_key: Option<String>) -> Result<Self, ClientError> {
+        let base = parse_base_url(base_url)?;
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("sandbox-client/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|err| ClientError::InvalidUrl {
+                url: base_url.to_owned(),
+                reason: format!("cannot set up the HTTP client: {err}"),
+            })?;
+        Self::from_parts(base, session_api_key, http)
+    }
+
+    /// Like [`SandboxClient::new`], with a caller-built `reqwest::Client` (proxies, TLS, custom
+    /// timeouts). Per-request deadlines are still set by this client.
+    pub fn with_http_client(
+        base_url: &str,
+        session_api_key: Option<String>,
+        http: reqwest::Client,
+    ) -> Result<Self, ClientError> {
+        Self::from_parts(parse_base_url(base_url)?, session_api_key, http)
+    }
+
+    fn from_parts(
+        base: Url,
+        session_api_key: Option<String>,
+        http: reqwest::Client,
+    ) -> Result<Self, ClientError> {
+        let api_key = session_api_key
+            .map(|key| {
+                let mut value =
+                    HeaderValue::from_str(&key).map_err(|_| ClientError::InvalidApiKey)?;
+                value.set_sensitive(true);
+                Ok::<_, ClientError>(value)
+            })
+            .transpose()?;
+        Ok(SandboxClient {
+            base,
+            api_key,
+            http,
+        })
+    }
+
+    /// The base URL, normalised to end in `/`.
+    pub fn base_url(&self) -> &Url {
+        &self.base
+    }
+
+    /// `GET /alive` within [`ALIVE_TIMEOUT`]: `Ok` on any 2xx, which means the server can
+    /// execute actions.
+    pub async fn alive(&self) -> Result<(), ClientError> {
+        self.alive_within(ALIVE_TIMEOUT).await
+    }
+
+    async fn alive_within(&self, timeout: Duration) -> Result<(), ClientError> {
+        let request = self.alive_request(timeout)?;
+        self.send(request, "/alive").await.map(drop)
+    }
+
+    fn alive_request(&self, timeout: Duration) -> Result<reqwest::Request, ClientError> {
+        self.build(self.request(Method::GET, "alive")?.timeout(timeout))
+    }
+
+    /// `GET /server_info`: uptime, idle time and resource use.
+    pub async fn server_info(&self) -> Result<ServerInfo, ClientError> {
+        let request = self.build(
+            self.request(Method::GET, "server_info")?
+                .timeout(SERVER_INFO_TIMEOUT),
+        )?;
+        let body = self.send(request, "/server_info").await?;
+        decode(body, "/server_info")
+    }
+
+    /// Polls `GET /alive` until it succeeds or `deadline` has passed.
+    ///
+    /// Refused connections, timeouts and non-2xx answers count as "not ready yet" and are retried
+    /// after 10 ms, then every 20 ms; each attempt is bounded by the time left. Other errors (an
+    /// invalid request) are returned at once. On expiry the error is
+    /// [`ClientError::NotReady`] holding the last failure.
+    pub async fn wait_until_alive(&self, deadline: Duration) -> Result<(), ClientError> {
+        let start = tokio::time::Instant::now();
+        let mut pause = ALIVE_POLL_FIRST;
+        loop {
+            let left = deadline.saturating_sub(start.elapsed());
+            let attempt = left.clamp(Duration::from_millis(1), ALIVE_TIMEOUT);
+            let err = match self.alive_within(attempt).await {
+                Ok(()) => return Ok(()),
+                Err(
+                    err @ (ClientError::Connection { .. }
+                    | ClientError::Timeout { .. }
+                    | ClientError::Http { .. }),
+                ) => err,
+                Err(err) => return Err(err),
+            };
+            let waited = start.elapsed();
+            if waited >= deadline {
+                return Err(ClientError::NotReady {
+                    waited,
+                    last: Box::new(err),
+                });
+            }
+            tokio::time::sleep(pause.min(deadline - waited)).await;
+            pause = (pause * 2).min(ALIVE_POLL_MAX);
+        }
+    }
+
+    /// `POST /execute_action` with `{"action": action}`: runs one action and returns its
+    /// observation.
+    ///
+    /// The HTTP deadline is `action.timeout` + 5 s, or none when `action.timeout` is `None`
+    /// (sandboxd then applies no hard limit either). Failures inside the action (a missing file,
+    /// a bad editor command) come back as an `error` observation, not as an `Err`; the server's
+    /// refusals (unknown or non-runnable action type, wrong key) are [`ClientError::Http`].
+    pub async fn execute(&self, action: &Action) -> Result<Observation, ClientError> {
+        let request = self.execute_request(action)?;
+        let body = self.send(request, "/execute_action").await?;
+        decode(body, "/execute_action")
+    }
+
+    fn execute_request(&self, action: &Action) -> Result<reqwest::Request, ClientError> {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            action: &'a Action,
+        }
+        let mut builder = self
+            .request(Method::POST, "execute_action")?
+            .json(&Body { action });
+        if let Some(timeout) = execute_http_timeout(action.timeout) {
+            builder = builder.timeout(timeout);
+        }
+        self.build(builder)
+    }
+
+    /// Like [`SandboxClient::execute`], for raw JSON: sends `{"action": action}` unchecked and
+    /// returns the server's JSON answer as is. The HTTP deadline comes from a numeric
+    /// `action["timeout"]`. Useful to send what the typed API cannot express (unknown action
+    /// types, extra keys) or to see extras the `protocol` types drop.
+    pub async fn execute_json(
+        &self,
+        action: &serde_json::Value,
+    ) -> Result<serde_json::Value, ClientError> {
+        let body = self.execute_raw(action).await?;
+        decode(body, "/execute_action")
+    }
+
+    /// Like [`SandboxClient::execute_json`], returning the answer's body text exactly as the
+    /// server sent it (key order included), for printing or byte-level comparisons.
+    pub async fn execute_raw(&self, action: &serde_json::Value) -> Result<String, ClientError> {
+        let request = self.execute_json_request(action)?;
+        let body: Vec<u8> = self.send(request, "/execute_action").await?.into();
+        String::from_utf8(body).map_err(|err| ClientError::Decode {
+            endpoint: "/execute_action",
+            reason: err.to_string(),
+        })
+    }
+
+    fn execute_json_request(
+        &self,
+        action: &serde_json::Value,
+    ) -> Result<reqwest::Request, ClientError> {
+        let mut builder = self
+            .request(Method::POST, "execute_action")?
+            .json(&serde_json::json!({ "action": action }));
+        let timeout = action.get("timeout").and_then(serde_json::Value::as_f64);
+        if let Some(timeout) = execute_http_timeout(timeout) {
+            builder = builder.timeout(timeout);
+        }
+        self.build(builder)
+    }
+
+    /// Runs `command` in the sandbox's persistent bash session; see [`run_action`] for how
+    /// `timeout` is sent.
+    pub async fn run(
+        &self,
+        command: &str,
+        timeout: Option<f64>,
+    ) -> Result<Observation, ClientError> {
+        self.execute(&run_action(command, timeout)).await
+    }
+
+    /// Reads a whole file (`read` action, default implementation).
+    pub async fn read(&self, path: &str) -> Result<Observation, ClientError> {
+        self.execute(&with_default_timeout(ActionKind::Read(FileReadArgs::new(
+            path,
+        ))))
+        .await
+    }
+
+    /// Replaces a whole file's content (`write` action), creating it and its directories.
+    pub async fn write(&self, path: &str, content: &str) -> Result<Observation, ClientError> {
+        self.execute(&with_default_timeout(ActionKind::Write(
+            FileWriteArgs::new(path, content),
+        )))
+        .await
+    }
+
+    /// One command of the `oh_aci` file editor (`edit` action); build `args` with
+    /// [`FileEditArgs::new`] and set the fields the command needs.
+    pub async fn edit(&self, args: FileEditArgs) -> Result<Observation, ClientError> {
+        self.execute(&with_default_timeout(ActionKind::Edit(args)))
+            .await
+    }
+
+    /// `POST /list_files`: names in a directory of the sandbox, directories first with a
+    /// trailing `/`. `None` lists the initial working directory; a relative path is joined to
+    /// it. A missing path yields an empty list, not an error.
+    pub async fn list_files(&self, path: Option<&str>) -> Result<Vec<String>, ClientError> {
+        let request = self.list_files_request(path)?;
+        let body = self.send(request, "/list_files").await?;
+        decode(body, "/list_files")
+    }
+
+    fn list_files_request(&self, path: Option<&str>) -> Result<reqwest::Request, ClientError> {
+        let body = ListFilesRequest {
+            path: path.map(str::to_owned),
+        };
+        self.build(
+            self.request(Method::POST, "list_files")?
+                .json(&body)
+                .timeout(LIST_FILES_TIMEOUT),
+        )
+    }
+
+    /// `POST /upload_file`: copies a local file or directory into the sandbox directory
+    /// `destination` (absolute; created if missing).
+    ///
+    /// With `recursive`, `local` (normally a directory) is zipped in memory with names relative
+    /// to its parent, so the sandbox gets `destination/<name of local>/...`. Without it, `local`
+    /// must be a file and becomes `destination/<file name>`; note that the server extracts any
+    /// upload whose name ends in `.zip`.
+    pub async fn upload_file(
+        &self,
+        local: &Path,
+        destination: &str,
+        recursive: bool,
+    ) -> Result<UploadResponse, ClientError> {
+        let io_err = |source| ClientError::Io {
+            path: local.to_path_buf(),
+            source,
+        };
+        let (filename, data) = if recursive {
+            let source = local.to_path_buf();
+            let data = tokio::task::spawn_blocking(move || crate::archive::zip_for_upload(&source))
+                .await
+                .map_err(|err| io_err(std::io::Error::other(err)))??;
+            (upload_zip_name(), data)
+        } else {
+            let meta = tokio::fs::metadata(local).await.map_err(io_err)?;
+            if meta.is_dir() {
+                return Err(io_err(std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "is a directory; upload it with recursive = true",
+                )));
+            }
+            let name = local
+                .file_name()
+                .and_then(|name| name.to_str())
+                .ok_or_else(|| {
+                    io_err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "file name is missing or not UTF-8",
+                    ))
+                })?
+                .to_owned();
+            let data = tokio::fs::read(local).await.map_err(io_err)?;
+            (name, data)
+        };
+        self.upload_bytes(&filename, data, destination, recursive)
+            .await
+    }
+
+    /// `POST /upload_file` with the given bytes as the multipart field `file` named
+    /// `filename`: the building block of [`SandboxClient::upload_file`], also handy for sending
+    /// hand-made (or hostile) zips in tests.
+    pub async fn upload_bytes(
+        &self,
+        filename: &str,
+        data: Vec<u8>,
+        destination: &str,
+        recursive: bool,
+    ) -> Result<UploadResponse, ClientError> {
+        let request = self.upload_request(filename, data, destination, recursive)?;
+        let body = self.send(request, "/upload_file").await?;
+        decode(body, "/upload_file")
+    }
+
+    fn upload_request(
+        &self,
+        filename: &str,
+        data: Vec<u8>,
+        destination: &str,
+        recursive: bool,
+    ) -> Result<reqwest::Request, ClientError> {
+        let mut url = self.endpoint("upload_file")?;
+        url.query_pairs_mut()
+            .append_pair("destination", destination)
+            .append_pair("recursive", if recursive { "true" } else { "false" });
+        let mime = if filename.ends_with(".zip") {
+            "application/zip"
+        } else {
+            "application/octet-stream"
+        };
+        let part = reqwest::multipart::Part::bytes(data)
+            .file_name(filename.to_owned())
+            .mime_str(mime)
+            .map_err(|err| request_error(&url, err))?;
+        let form = reqwest::multipart::Form::new().part("file", part);
+        self.build(
+            self.request_to(Method::POST, url)
+                .multipart(form)
+                .timeout(UPLOAD_TIMEOUT),
+        )
+    }
+
+    /// `GET /download_files`: a zip of every regular file under the absolute sandbox `path`,
+    /// named relative to it (empty for a plain file), within [`DOWNLOAD_TIMEOUT`].
+    pub async fn download_files(&self, path: &str) -> Result<Vec<u8>, ClientError> {
+        let request = self.download_request(path)?;
+        let body = self.send(request, "/download_files").await?;
+        Ok(body.into())
+    }
+
+    fn download_request(&self, path: &str) -> Result<reqwest::Request, ClientError> {
+        let mut url = self.endpoint("download_files")?;
+        url.query_pairs_mut().append_pair("path", path);
+        self.build(self.request_to(Method::GET, url).timeout(DOWNLOAD_TIMEOUT))
+    }
+
+    // ---- plumbing ----------------------------------------------------------------------------
+
+    /// The URL of `endpoint` (no leading `/`) under the base URL.
+    fn endpoint(&self, endpoint: &str) -> Result<Url, ClientError> {
+        self.base
+            .join(endpoint)
+            .map_err(|err| ClientError::InvalidUrl {
+                url: self.base.to_string(),
+                reason: err.to_string(),
+            })
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        endpoint: &str,
+    ) -> Result<reqwest::RequestBuilder, ClientError> {
+        Ok(self.request_to(method, self.endpoint(endpoint)?))
+    }
+
+    fn request_to(&self, method: Method, url: Url) -> reqwest::RequestBuilder {
+        let builder = self.http.request(method, url);
+        match &self.api_key {
+            Some(key) => builder.header(HeaderName::from_static("x-session-api-key"), key.clone()),
+            None => builder,
+        }
+    }
+
+    fn build(&self, builder: reqwest::RequestBuilder) -> Result<reqwest::Request, ClientError> {
+        builder.build().map_err(|err| {
+            let url = err.url().map_or_else(|| self.base.clone(), Url::clone);
+            request_error(&url, err)
+        })
+    }
+
+    /// Sends `request`; returns the body of a 2xx answer, else the decoded error.
+    async fn send(
+        &self,
+        request: reqwest::Request,
+        endpoint: &'static str,
+    ) -> Result<impl AsRef<[u8]> + Into<Vec<u8>>, ClientError> {
+        let url = request.url().clone();
+        let timeout = request.timeout().copied();
+        let transport = |err| ClientError::from_transport(err, &url, endpoint, timeout);
+        let response = self.http.execute(request).await.map_err(transport)?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(transport)?;
+        if status.is_success() {
+            Ok(body)
+        } else {
+            Err(ClientError::from_http(status.as_u16(), &body))
+        }
+    }
+}
+
+fn request_error(url: &Url, err: reqwest::Error) -> ClientError {
+    ClientError::Request {
+        url: url.to_string(),
+        reason: crate::error::root_cause(&err),
+        source: err,
+    }
+}
+
+fn decode<T: DeserializeOwned>(
+    body: impl AsRef<[u8]>,
+    endpoint: &'static str,
+) -> Result<T, ClientError> {
+    serde_json::from_slice(body.as_ref()).map_err(|err| ClientError::Decode {
+        endpoint,
+        reason: err.to_string(),
+    })
+}
+
+/// Parses and normalises a base URL: adds `http://` when no scheme is given, accepts only
+/// `http`, requires a host, forbids a query or fragment, and makes the path end in `/` so that
+/// endpoints join under any path prefix.
+pub fn parse_base_url(input: &str) -> Result<Url, ClientError> {
+    let invalid = |reason: &str| ClientError::InvalidUrl {
+        url: input.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        return Err(invalid("it is empty"));
+    }
+    let with_scheme = if trimmed.contains("://") {
+        trimmed.to_owned()
+    } else {
+        format!("http://{trimmed}")
+    };
+    let mut url = Url::parse(&with_scheme).map_err(|err| invalid(&err.to_string()))?;
+    match url.scheme() {
+        "http" => {}
+        "https" => {
+            return Err(invalid(
+                "https is not supported by this build (no TLS); use http",
+            ));
+        }
+        other => return Err(invalid(&format!("unsupported scheme {other:?}; use http"))),
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("it has no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("it must not have a query or fragment"));
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
+/// The HTTP deadline for an action with the given `timeout`: `timeout` + 5 s; none when the
+/// action has no timeout (or a negative, non-finite or absurd one).
+pub fn execute_http_timeout(action_timeout: Option<f64>) -> Option<Duration> {
+    let timeout = action_timeout?;
+    if !timeout.is_finite() || timeout < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(timeout)
+        .ok()?
+        .checked_add(EXECUTE_TIMEOUT_MARGIN)
+}
+
+/// The `run` action [`SandboxClient::run`] sends, mirroring OpenHands' client: with
+/// `Some(t)`, `timeout: t` and `blocking: true` (only the hard timeout applies, like
+/// `set_hard_timeout`); with `None`, `timeout: 120` and `blocking: false` (the server's
+/// no-output timeout also applies). Build an [`Action`] yourself for other combinations.
+pub fn run_action(command: &str, timeout: Option<f64>) -> Action {
+    let mut args = CmdRunArgs::new(command);
+    args.blocking = timeout.is_some();
+    let mut action = Action::from(ActionKind::Run(args));
+    action.timeout = Some(timeout.unwrap_or(DEFAULT_ACTION_TIMEOUT));
+    action
+}
+
+/// An action with the stock client's default timeout.
+fn with_default_timeout(kind: ActionKind) -> Action {
+    let mut action = Action::from(kind);
+    action.timeout = Some(DEFAULT_ACTION_TIMEOUT);
+    action
+}
+
+/// A file name for a recursive upload's zip that will not clash with a file in the destination
+/// (servers modelled on the reference store the zip there before extracting it).
+fn upload_zip_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("sbx-upload-{}-{nanos:09}.zip", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(key: Option<&str>) -> SandboxClient {
+        SandboxClient::new("http://127.0.0.1:8000", key.map(str::to_owned)).unwrap()
+    }
+
+    fn body_json(request: &reqwest::Request) -> serde_json::Value {
+        let bytes = request.body().and_then(reqwest::Body::as_bytes).unwrap();
+        serde_json::from_slice(bytes).unwrap()
+    }
+
+    #[test]
+    fn base_urls_are_normalised() {
+        let cases = [
+            ("http://127.0.0.1:8000", "http://127.0.0.1:8000/"),
+            ("http://127.0.0.1:8000/", "http://127.0.0.1:8000/"),
+            ("127.0.0.1:8000", "http://127.0.0.1:8000/"),
+            ("localhost", "http://localhost/"),
+            ("  http://sandbox:60000  ", "http://sandbox:60000/"),
+            ("http://host/prefix", "http://host/prefix/"),
+            ("http://host/a/b/", "http://host/a/b/"),
+            ("http://[::1]:9000", "http://[::1]:9000/"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(parse_base_url(input).unwrap().as_str(), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn bad_base_urls_are_refused() {
+        for input in [
+            "",
+            "   ",
+            "https://host",
+            "ftp://host",
+            "http://",
+            "http://host/?x=1",
+            "http://host/#frag",
+            "http://ho st",
+        ] {
+            let err = parse_base_url(input).unwrap_err();
+            assert!(
+                matches!(err, ClientError::InvalidUrl { .. }),
+                "{input}: {err}"
+            );
+            assert!(!err.is_retryable());
+        }
+        let err = SandboxClient::new("https://x", None).unwrap_err();
+        assert!(err.to_string().contains("https is not supported"), "{err}");
+    }
+
+    #[test]
+    fn endpoints_join_under_the_base_path() {
+        let c = SandboxClient::new("http://host:1/sandboxes/abc", None).unwrap();
+        let request = c.alive_request(ALIVE_TIMEOUT).unwrap();
+        assert_eq!(request.url().as_str(), "http://host:1/sandboxes/abc/alive");
+        let request = c.execute_request(&run_action("ls", None)).unwrap();
+        assert_eq!(
+            request.url().as_str(),
+            "http://host:1/sandboxes/abc/execute_action"
+        );
+        assert_eq!(request.method(), Method::POST);
+    }
+
+    #[test]
+    fn key_header_is_sent_only_when_configured() {
+        let with_key = client(Some("sekret"));
+        for request in [
+            with_key.alive_request(ALIVE_TIMEOUT).unwrap(),
+            with_key.execute_request(&run_action("ls", None)).unwrap(),
+            with_key.list_files_request(None).unwrap(),
+            with_key.download_request("/w").unwrap(),
+            with_key
+                .upload_request("a.txt", b"x".to_vec(), "/w", false)
+                .unwrap(),
+        ] {
+            let value = request.headers().get(API_KEY_HEADER).unwrap();
+            assert_eq!(value, "sekret");
+            assert!(value.is_sensitive());
+        }
+        let without = client(None);
+        let request = without.execute_request(&run_action("ls", None)).unwrap();
+        assert!(request.headers().get(API_KEY_HEADER).is_none());
+    }
+
+    #[test]
+    fn invalid_key_is_refused() {
+        let err = SandboxClient::new("http://h", Some("bad\nkey".into())).unwrap_err();
+        assert!(matches!(err, ClientError::InvalidApiKey));
+    }
+
+    #[test]
+    fn debug_does_not_leak_the_key() {
+        let text = format!("{:?}", client(Some("sekret")));
+        assert!(!text.contains("sekret"), "{text}");
+        assert!(text.contains("<redacted>"), "{text}");
+    }
+
+    #[test]
+    fn execute_body_wraps_the_action() {
+        let request = client(None)
+            .execute_request(&run_action("echo hi", Some(2.5)))
+            .unwrap();
+        let body = body_json(&request);
+        assert_eq!(body["action"]["action"], "run");
+        assert_eq!(body["action"]["args"]["command"], "echo hi");
+        assert_eq!(body["action"]["args"]["blocking"], true);
+        assert_eq!(body["action"]["timeout"], 2.5);
+        assert_eq!(
+            request.headers().get("content-type").unwrap(),
+            "application/json"
+        );
+    }
+
+    #[test]
+    fn execute_deadline_is_action_timeout_plus_five() {
+        let c = client(None);
+        let request = c.execute_request(&run_action("x", Some(2.5))).unwrap();
+        assert_eq!(request.timeout(), Some(&Duration::from_secs_f64(7.5)));
+        let request = c.execute_request(&run_action("x", None)).unwrap();
+        assert_eq!(request.timeout(), Some(&Duration::from_secs(125)));
+        let mut action = run_action("x", None);
+        action.timeout = None;
+        let request = c.execute_request(&action).unwrap();
+        assert_eq!(request.timeout(), None);
+    }
+
+    #[test]
+    fn execute_http_timeout_edge_cases() {
+        assert_eq!(execute_http_timeout(None), None);
+        assert_eq!(
+            execute_http_timeout(Some(0.0)),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(execute_http_timeout(Some(-1.0)), None);
+        assert_eq!(execute_http_timeout(Some(f64::NAN)), None);
+        assert_eq!(execute_http_timeout(Some(f64::INFINITY)), None);
+        assert_eq!(execute_http_timeout(Some(1e300)), None);
+    }
+
+    #[test]
+    fn execute_json_sends_the_value_and_reads_its_timeout() {
+        let c = client(None);
+        let action = serde_json::json!({"action": "nope", "args": {}, "timeout": 1});
+        let request = c.execute_json_request(&action).unwrap();
+        assert_eq!(body_json(&request), serde_json::json!({ "action": action }));
+        assert_eq!(request.timeout(), Some(&Duration::from_secs(6)));
+        let request = c
+            .execute_json_request(&serde_json::json!({"action": "think"}))
+            .unwrap();
+        assert_eq!(request.timeout(), None);
+    }
+
+    #[test]
+    fn run_action_mirrors_the_stock_client() {
+        let default = run_action("ls", None);
+        assert_eq!(default.timeout, Some(120.0));
+        let ActionKind::Run(args) = &default.kind else {
+            panic!("not a run action");
+        };
+        assert!(!args.blocking);
+        assert!(!args.is_input);
+        let hard = run_action("sleep 3", Some(10.0));
+        assert_eq!(hard.timeout, Some(10.0));
+        let ActionKind::Run(args) = &hard.kind else {
+            panic!("not a run action");
+        };
+        assert!(args.blocking);
+    }
+
+    #[test]
+    fn fixed_endpoint_deadlines() {
+        let c = client(None);
+        assert_eq!(
+            c.alive_request(ALIVE_TIMEOUT).unwrap().timeout(),
+            Some(&Duration::from_secs(5))
+        );
+        assert_eq!(
+            c.list_files_request(None).unwrap().timeout(),
+            Some(&Duration::from_secs(10))
+        );
+        assert_eq!(
+            c.download_request("/w").unwrap().timeout(),
+            Some(&Duration::from_secs(30))
+        );
+        assert_eq!(
+            c.upload_request("a", Vec::new(), "/w", false)
+                .unwrap()
+                .timeout(),
+            Some(&Duration::from_secs(300))
+        );
+    }
+
+    #[test]
+    fn list_files_body() {
+        let c = client(None);
+        let request = c.list_files_request(None).unwrap();
+        assert_eq!(body_json(&request), serde_json::json!({}));
+        assert_eq!(request.url().as_str(), "http://127.0.0.1:8000/list_files");
+        let request = c.list_files_request(Some("/workspace/sub")).unwrap();
+        assert_eq!(
+            body_json(&request),
+            serde_json::json!({"path": "/workspace/sub"})
+        );
+    }
+
+    #[test]
+    fn upload_url_and_form() {
+        let c = client(None);
+        let request = c
+            .upload_request("d.zip", vec![1, 2, 3], "/workspace/my dir/ü&x", true)
+            .unwrap();
+        assert_eq!(
+            request.url().as_str(),
+            "http://127.0.0.1:8000/upload_file?destination=%2Fworkspace%2Fmy+dir%2F%C3%BC%26x&recursive=true"
+        );
+        let pairs: Vec<(String, String)> = request
+            .url()
+            .query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("destination".into(), "/workspace/my dir/ü&x".into()),
+                ("recursive".into(), "true".into())
+            ]
+        );
+        let content_type = request.headers().get("content-type").unwrap();
+        assert!(
+            content_type
+                .to_str()
+                .unwrap()
+                .starts_with("multipart/form-data; boundary="),
+            "{content_type:?}"
+        );
+        let request = c.upload_request("u.txt", vec![1], "/w", false).unwrap();
+        assert!(
+            request
+                .url()
+                .as_str()
+                .ends_with("?destination=%2Fw&recursive=false")
+        );
+    }
+
+    #[test]
+    fn download_url() {
+        let request = client(None).download_request("/workspace/up 2").unwrap();
+        assert_eq!(
+            request.url().as_str(),
+            "http://127.0.0.1:8000/download_files?path=%2Fworkspace%2Fup+2"
+        );
+        assert_eq!(request.method(), Method::GET);
+    }
+
+    #[test]
+    fn upload_zip_names_end_in_zip() {
+        let name = upload_zip_name();
+        assert!(
+            name.starts_with("sbx-upload-") && name.ends_with(".zip"),
+            "{name}"
+        );
+    }
+
+    #[tokio::test]
+    async fn non_recursive_upload_of_a_directory_is_a_local_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = client(None)
+            .upload_file(tmp.path(), "/w", false)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ClientError::Io { .. }), "{err}");
+    }
+
+    /// Loopback only: a port that was just free refuses the connection, so waiting gives up
+    /// with `NotReady` wrapping a connection error, close to the deadline.
+    #[tokio::test]
+    async fn wait_until_alive_gives_up_at_the_deadline() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let c = SandboxClient::new(&format!("127.0.0.1:{port}"), None).unwrap();
+        let start = std::time::Instant::now();
+        let err = c
+            .wait_until_alive(Duration::from_millis(150))
+            .await
+            .unwrap_err();
+        let elapsed = start.elapsed();
+        assert!(elapsed >= Duration::from_millis(150), "{elapsed:?}");
+        assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+        match &err {
+            ClientError::NotReady { last, .. } => {
+                assert!(matches!(**last, ClientError::Connection { .. }), "{last}");
+            }
+            other => panic!("unexpected {other}"),
+        }
+        assert!(err.is_retryable());
+        let err = c.alive().await.unwrap_err();
+        assert!(matches!(err, ClientError::Connection { .. }), "{err}");
+        assert!(err.to_string().contains("refused"), "{err}");
+    }
+}

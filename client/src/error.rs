@@ -1,0 +1,354 @@
+//! [`ClientError`]: everything that can go wrong talking to sandboxd, and whether a retry helps.
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde::Deserialize;
+
+/// Longest server error text kept when the body is not the usual `{"detail": ...}` JSON.
+const MAX_RAW_DETAIL: usize = 2000;
+
+/// A failed call to sandboxd. Each variant's doc says whether retrying can help;
+/// [`ClientError::is_retryable`] sums that up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The base URL cannot be used (unparsable, no host, a query, or a scheme other than
+    /// `http`). Retrying cannot help.
+    #[error("invalid sandbox URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The session API key cannot be sent in an HTTP header (it holds control characters).
+    /// Retrying cannot help.
+    #[error("the session API key is not a valid HTTP header value")]
+    InvalidApiKey,
+
+    /// No connection could be made, or it broke before the answer was complete (server not
+    /// started yet, restarting, or gone). Retrying can help; note that an `execute` whose
+    /// connection broke may already have run.
+    #[error("cannot reach the sandbox at {url}: {reason}")]
+    Connection {
+        /// The URL requested.
+        url: String,
+        /// The innermost cause, e.g. `Connection refused (os error 111)`.
+        reason: String,
+        /// The transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// No answer within the request's deadline. Retrying can help, but an action that timed out
+    /// may still be running in the sandbox (a later `run` with an empty command fetches its
+    /// output).
+    #[error("no answer from {endpoint} within {}", describe_timeout(*.after))]
+    Timeout {
+        /// The endpoint, e.g. `/execute_action`.
+        endpoint: &'static str,
+        /// The deadline that passed, when one was set.
+        after: Option<Duration>,
+    },
+
+    /// The server answered with a non-2xx status; `detail` is its `detail` text, e.g.
+    /// `Invalid API Key` (403) or `Internal server error: ...` (500). Retrying helps only for
+    /// 429, 502, 503 and 504 (see [`ClientError::is_retryable`]).
+    #[error("HTTP {status}: {detail}")]
+    Http {
+        /// The status code.
+        status: u16,
+        /// The server's `detail`, or the body text when it is not JSON.
+        detail: String,
+        /// Validation details (`errors`, sent with 422).
+        errors: Option<String>,
+    },
+
+    /// A 2xx answer whose body is not what the endpoint returns (version mismatch, or not
+    /// sandboxd at all). Retrying cannot help.
+    #[error("cannot decode the answer of {endpoint}: {reason}")]
+    Decode {
+        /// The endpoint.
+        endpoint: &'static str,
+        /// What did not match.
+        reason: String,
+    },
+
+    /// Reading or packing a local file failed (for uploads). Retrying helps only once the local
+    /// problem is fixed.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The local path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+
+    /// The request could not be built or sent for a reason other than the connection (a body
+    /// that cannot be encoded, an internal client error). Retrying cannot help.
+    #[error("request to {url} failed: {reason}")]
+    Request {
+        /// The URL requested.
+        url: String,
+        /// The innermost cause.
+        reason: String,
+        /// The transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// [`SandboxClient::wait_until_alive`](crate::SandboxClient::wait_until_alive) gave up;
+    /// `last` is the last attempt's failure. Retrying with a longer deadline can help.
+    #[error("sandbox not ready after {:.1}s: {last}", .waited.as_secs_f64())]
+    NotReady {
+        /// How long it waited.
+        waited: Duration,
+        /// Why the last attempt failed.
+        #[source]
+        last: Box<ClientError>,
+    },
+}
+
+impl ClientError {
+    /// Whether the same call may succeed if repeated: connection failures, timeouts, and HTTP
+    /// 429/502/503/504. An `execute` that failed this way may already have run in the sandbox;
+    /// only repeat actions that are safe to run twice.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ClientError::Connection { .. }
+            | ClientError::Timeout { .. }
+            | ClientError::NotReady { .. } => true,
+            ClientError::Http { status, .. } => matches!(status, 429 | 502 | 503 | 504),
+            ClientError::InvalidUrl { .. }
+            | ClientError::InvalidApiKey
+            | ClientError::Decode { .. }
+            | ClientError::Io { .. }
+            | ClientError::Request { .. } => false,
+        }
+    }
+
+    /// The HTTP status, for [`ClientError::Http`].
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The server's `detail` text, for [`ClientError::Http`].
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            ClientError::Http { detail, .. } => Some(detail),
+            _ => None,
+        }
+    }
+
+    /// Classifies a transport error of a request to `url` on `endpoint` with deadline `after`.
+    pub(crate) fn from_transport(
+        err: reqwest::Error,
+        url: &reqwest::Url,
+        endpoint: &'static str,
+        after: Option<Duration>,
+    ) -> ClientError {
+        if err.is_timeout() {
+            return ClientError::Timeout { endpoint, after };
+        }
+        let reason = root_cause(&err);
+        let url = url.to_string();
+        if err.is_connect() || err.is_request() || err.is_body() {
+            ClientError::Connection {
+                url,
+                reason,
+                source: err,
+            }
+        } else {
+            ClientError::Request {
+                url,
+                reason,
+                source: err,
+            }
+        }
+    }
+
+    /// Decodes a non-2xx answer: `{"detail": ..., "errors"?: ...}` when the body is such JSON,
+    /// else the body text (bounded), else the status's reason phrase.
+    pub fn from_http(status: u16, body: &[u8]) -> ClientError {
+        #[derive(Deserialize)]
+        struct ErrorBody {
+            detail: serde_json::Value,
+            #[serde(default)]
+            errors: Option<serde_json::Value>,
+        }
+        fn text(value: serde_json::Value) -> String {
+            match value {
+                serde_json::Value::String(text) => text,
+                other => other.to_string(),
+            }
+        }
+        if let Ok(body) = serde_json::from_slice::<ErrorBody>(body) {
+            return ClientError::Http {
+                status,
+                detail: text(body.detail),
+                errors: body.errors.filter(|e| !e.is_null()).map(text),
+            };
+        }
+        let raw = String::from_utf8_lossy(body);
+        let raw = raw.trim();
+        let detail = if raw.is_empty() {
+            StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("(no details)")
+                .to_owned()
+        } else if raw.chars().count() > MAX_RAW_DETAIL {
+            let cut: String = raw.chars().take(MAX_RAW_DETAIL).collect();
+            format!("{cut}...")
+        } else {
+            raw.to_owned()
+        };
+        ClientError::Http {
+            status,
+            detail,
+            errors: None,
+        }
+    }
+}
+
+/// The innermost message of an error chain: `Connection refused (os error 111)` rather than
+/// reqwest's `error sending request for url (...)`.
+pub(crate) fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = err;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
+}
+
+fn describe_timeout(after: Option<Duration>) -> String {
+    match after {
+        Some(after) => format!("{}s", after.as_secs_f64()),
+        None => "the deadline".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forbidden_detail_is_decoded() {
+        let err = ClientError::from_http(403, br#"{"detail": "Invalid API Key"}"#);
+        assert_eq!(err.status(), Some(403));
+        assert_eq!(err.detail(), Some("Invalid API Key"));
+        assert_eq!(err.to_string(), "HTTP 403: Invalid API Key");
+        assert!(!err.is_retryable());
+    }
+
+    #[test]
+    fn internal_error_detail_is_kept_whole() {
+        let body = br#"{"detail": "Internal server error: 'ActionExecutor' object has no attribute 'think'"}"#;
+        let err = ClientError::from_http(500, body);
+        assert_eq!(
+            err.to_string(),
+            "HTTP 500: Internal server error: 'ActionExecutor' object has no attribute 'think'"
+        );
+        let err = ClientError::from_http(
+            500,
+            br#"{"detail":"400: Destination must be an absolute path"}"#,
+        );
+        assert_eq!(
+            err.detail(),
+            Some("400: Destination must be an absolute path")
+        );
+    }
+
+    #[test]
+    fn validation_errors_are_kept() {
+        let body =
+            br#"{"detail": "Invalid request parameters", "errors": "[{'type': 'missing'}]"}"#;
+        match ClientError::from_http(422, body) {
+            ClientError::Http {
+                status,
+                detail,
+                errors,
+            } => {
+                assert_eq!(status, 422);
+                assert_eq!(detail, "Invalid request parameters");
+                assert_eq!(errors.as_deref(), Some("[{'type': 'missing'}]"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn non_string_detail_becomes_json_text() {
+        // FastAPI's own validation errors carry a list.
+        let body = br#"{"detail": [{"loc": ["body", "action"], "msg": "field required"}]}"#;
+        let err = ClientError::from_http(422, body);
+        assert_eq!(
+            err.detail(),
+            Some(r#"[{"loc":["body","action"],"msg":"field required"}]"#)
+        );
+    }
+
+    #[test]
+    fn plain_text_and_empty_bodies() {
+        let err = ClientError::from_http(502, b"  Bad gateway from proxy\n");
+        assert_eq!(err.detail(), Some("Bad gateway from proxy"));
+        assert!(err.is_retryable());
+        let err = ClientError::from_http(503, b"");
+        assert_eq!(err.to_string(), "HTTP 503: Service Unavailable");
+        assert!(err.is_retryable());
+        let err = ClientError::from_http(599, b"");
+        assert_eq!(err.detail(), Some("(no details)"));
+        let long = "x".repeat(MAX_RAW_DETAIL + 10);
+        let err = ClientError::from_http(500, long.as_bytes());
+        assert_eq!(err.detail().map(str::len), Some(MAX_RAW_DETAIL + 3));
+    }
+
+    #[test]
+    fn retryable_kinds() {
+        assert!(
+            ClientError::Timeout {
+                endpoint: "/alive",
+                after: Some(Duration::from_secs(5)),
+            }
+            .is_retryable()
+        );
+        assert!(ClientError::from_http(429, b"").is_retryable());
+        assert!(!ClientError::from_http(404, br#"{"detail":"Not Found"}"#).is_retryable());
+        assert!(!ClientError::InvalidApiKey.is_retryable());
+        assert!(
+            !ClientError::Decode {
+                endpoint: "/alive",
+                reason: String::new()
+            }
+            .is_retryable()
+        );
+    }
+
+    #[test]
+    fn timeout_messages() {
+        let err = ClientError::Timeout {
+            endpoint: "/execute_action",
+            after: Some(Duration::from_secs_f64(7.5)),
+        };
+        assert_eq!(
+            err.to_string(),
+            "no answer from /execute_action within 7.5s"
+        );
+        let err = ClientError::Timeout {
+            endpoint: "/execute_action",
+            after: None,
+        };
+        assert_eq!(
+            err.to_string(),
+            "no answer from /execute_action within the deadline"
+        );
+    }
+}
