@@ -1,1 +1,138 @@
-//! placeholder
+//! sandboxd: the in-sandbox daemon that executes agent actions.
+//!
+//! Data path: [`server`] decodes an HTTP request into a `protocol::Action` and hands it to the
+//! [`executor::Executor`], the single owner of the sandbox's state, which dispatches it to
+//! [`bash`] (the persistent PTY shell), [`files`] (read/write and the `oh_aci` editor) or
+//! answers it directly; [`transfer`] serves uploads, downloads and listings.
+
+pub mod bash;
+pub mod config;
+pub mod executor;
+pub mod files;
+pub mod observations;
+pub mod server;
+pub mod sysinfo;
+pub mod transfer;
+pub mod user;
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+pub use config::Cli;
+
+/// Why sandboxd stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Bad arguments or environment (no retry helps).
+    #[error("{0}")]
+    Config(String),
+    /// The listening socket could not be bound (the port may be in use; a retry may help).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// Address asked for.
+        addr: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The execution state could not be set up.
+    #[error(transparent)]
+    Start(#[from] executor::StartError),
+    /// The user to run as is not usable.
+    #[error(transparent)]
+    User(#[from] user::UserError),
+    /// The server failed while running.
+    #[error("server error: {0}")]
+    Serve(std::io::Error),
+}
+
+impl RunError {
+    /// Process exit code for this failure: 3 for bind errors, 1 otherwise (clap uses 2).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Bind { .. } => 3,
+            _ => 1,
+        }
+    }
+}
+
+/// Binds the listener described by `cli`, then serves until `shutdown` resolves.
+/// `on_listening` receives the bound address once the daemon can execute actions.
+pub async fn run(
+    cli: Cli,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_listening: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), RunError> {
+    let addr = std::net::SocketAddr::new(cli.host, cli.port);
+    // Bind first: early clients queue in the backlog and are answered once bash is ready, so
+    // `/alive` never says yes before actions can run.
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| RunError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+    serve(cli, listener, shutdown, on_listening).await
+}
+
+/// Serves on an already bound `listener` until `shutdown` resolves.
+pub async fn serve(
+    cli: Cli,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_listening: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), RunError> {
+    let working_dir = std::path::absolute(&cli.working_dir)
+        .map_err(|e| RunError::Config(format!("bad --working-dir: {e}")))?;
+    if !working_dir.is_dir() {
+        return Err(RunError::Config(format!(
+            "--working-dir {} is not a directory",
+            working_dir.display()
+        )));
+    }
+    if cli.browser_enabled() {
+        // Reference compatibility (SPEC §10): the browser's download folder.
+        let _ = std::fs::create_dir_all(working_dir.join(".downloads"));
+    }
+    let run_as = user::resolve(&cli.username, cli.user_id)?;
+    let output_dir = cli
+        .output_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("sandboxd-{}", std::process::id())));
+    let executor = executor::Executor::start(executor::ExecutorConfig {
+        working_dir,
+        run_as,
+        login_shell: !cli.no_login_shell,
+        no_change_timeout: Duration::from_secs(cli.no_change_timeout),
+        output_dir,
+    })
+    .await?;
+    let limits = server::Limits {
+        max_body_bytes: cli.max_body_bytes,
+        max_upload_bytes: cli.max_upload_bytes,
+    };
+    let app = server::router(executor, cli.session_api_key.clone(), limits);
+    let local = listener.local_addr().map_err(RunError::Serve)?;
+    tracing::info!(%local, "sandboxd ready");
+    on_listening(local);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = stop_rx.await;
+    });
+    let mut server = std::pin::pin!(server.into_future());
+    tokio::select! {
+        result = &mut server => return result.map_err(RunError::Serve),
+        () = shutdown => {}
+    }
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(());
+    // In-flight commands may run for minutes: give them a short grace, then stop.
+    if tokio::time::timeout(Duration::from_secs(3), server)
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still running after the grace period; stopping anyway");
+    }
+    Ok(())
+}

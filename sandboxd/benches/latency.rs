@@ -1,0 +1,214 @@
+//! Latency benchmark of sandboxd, printed as one table measured in one run:
+//! `run true` and a 1 KB `read` over HTTP against a plain `bash -c true` fork+exec on the same
+//! machine, start-to-`/alive`, and idle memory. Run with `cargo bench -p sandboxd --bench latency`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "benchmark binary"
+)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sandboxd");
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[idx]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Daemon {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts sandboxd and returns it with the time from spawn to the first 200 from `/alive`.
+async fn start(ws: &std::path::Path, http: &reqwest::Client) -> (Daemon, Duration) {
+    let port = free_port();
+    let t0 = Instant::now();
+    let child = Command::new(BIN)
+        .arg(port.to_string())
+        .arg("--working-dir")
+        .arg(ws)
+        .args([
+            "--username",
+            "root",
+            "--no-enable-browser",
+            "--no-login-shell",
+        ])
+        .env_remove("SESSION_API_KEY")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    loop {
+        if let Ok(resp) = http.get(format!("{url}/alive")).send().await
+            && resp.status().is_success()
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "sandboxd did not start"
+        );
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    (Daemon { child, url }, t0.elapsed())
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "ok" } else { "MISSED" }
+}
+
+#[tokio::main]
+async fn main() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("1k.txt"), "x".repeat(1023) + "\n").unwrap();
+    let http = reqwest::Client::new();
+
+    // Start-to-ready over several starts.
+    let mut starts = Vec::new();
+    for _ in 0..10 {
+        let (daemon, took) = start(ws.path(), &http).await;
+        starts.push(took);
+        drop(daemon);
+    }
+    let (daemon, _) = start(ws.path(), &http).await;
+    let url = format!("{}/execute_action", daemon.url);
+
+    let act = |body: serde_json::Value| {
+        let http = http.clone();
+        let url = url.clone();
+        async move {
+            let resp = http
+                .post(&url)
+                .json(&json!({ "action": body }))
+                .send()
+                .await
+                .unwrap();
+            assert!(resp.status().is_success());
+            resp.bytes().await.unwrap()
+        }
+    };
+    let run_true = json!({"action": "run", "args": {"command": "true"}, "timeout": 30});
+    let read_1k = json!({"action": "read", "args": {"path": "1k.txt"}, "timeout": 30});
+
+    // Warm up.
+    for _ in 0..50 {
+        act(run_true.clone()).await;
+        act(read_1k.clone()).await;
+    }
+    const N: usize = 500;
+    let mut fork = Vec::with_capacity(N);
+    let mut run = Vec::with_capacity(N);
+    let mut read = Vec::with_capacity(N);
+    // Interleave so that machine noise hits every series alike.
+    for _ in 0..N {
+        let t = Instant::now();
+        let ok = Command::new("bash")
+            .args(["-c", "true"])
+            .status()
+            .unwrap()
+            .success();
+        fork.push(t.elapsed());
+        assert!(ok);
+        let t = Instant::now();
+        act(run_true.clone()).await;
+        run.push(t.elapsed());
+        let t = Instant::now();
+        act(read_1k.clone()).await;
+        read.push(t.elapsed());
+    }
+    let pid = daemon.child.id();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rss = rss_kib(pid);
+    let shell_rss: u64 = children(pid).into_iter().map(rss_kib).sum();
+
+    let (f50, f99) = (percentile(&mut fork, 0.5), percentile(&mut fork, 0.99));
+    let (r50, r99) = (percentile(&mut run, 0.5), percentile(&mut run, 0.99));
+    let (d50, d99) = (percentile(&mut read, 0.5), percentile(&mut read, 0.99));
+    let s50 = percentile(&mut starts, 0.5);
+    println!(
+        "sandboxd latency, {N} samples per series, one run ({} cores)",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("{:<34} {:>9} {:>9}", "", "p50 ms", "p99 ms");
+    println!(
+        "{:<34} {:>9.3} {:>9.3}",
+        "bash -c true (fork+exec baseline)",
+        ms(f50),
+        ms(f99)
+    );
+    println!(
+        "{:<34} {:>9.3} {:>9.3}   ratio to bash -c true: {:.2}x (p50)   target p50 <= 2 ms: {}",
+        "run `true` over HTTP",
+        ms(r50),
+        ms(r99),
+        ms(r50) / ms(f50),
+        verdict(ms(r50) <= 2.0)
+    );
+    println!(
+        "{:<34} {:>9.3} {:>9.3}   ratio to bash -c true: {:.2}x (p50)   target p50 <= 0.5 ms: {}",
+        "read 1 KB over HTTP",
+        ms(d50),
+        ms(d99),
+        ms(d50) / ms(f50),
+        verdict(ms(d50) <= 0.5)
+    );
+    println!(
+        "{:<34} {:>9.3}             (10 starts)   target <= 50 ms: {}",
+        "start to /alive",
+        ms(s50),
+        verdict(ms(s50) <= 50.0)
+    );
+    println!(
+        "{:<34} {:>9.1} MB (sandboxd)  + {:.1} MB (its bash)   target sandboxd <= 15 MB: {}",
+        "idle RSS after the runs",
+        rss as f64 / 1024.0,
+        shell_rss as f64 / 1024.0,
+        verdict(rss <= 15 * 1024)
+    );
+}

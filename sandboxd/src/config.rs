@@ -1,0 +1,84 @@
+//! Command line and environment: the reference's start command plus sandboxd's own flags.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// sandboxd: runs agent actions (bash on a PTY, IPython, files, an editor) inside a sandbox and
+/// serves them over HTTP in OpenHands' wire format.
+///
+/// Accepts the reference server's arguments
+/// (`PORT --working-dir DIR [--plugins ...] [--username U] [--user-id N] [--no-enable-browser]`),
+/// so it can replace `openhands.runtime.action_execution_server` unchanged.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "sandboxd", version, about, long_about = None)]
+pub struct Cli {
+    /// TCP port to listen on; 0 picks a free port (printed on stdout).
+    pub port: u16,
+
+    /// Initial working directory of the shell and of relative file paths.
+    #[arg(long, env = "SANDBOXD_WORKING_DIR", default_value = ".")]
+    pub working_dir: PathBuf,
+
+    /// Plugins to start: `jupyter`, `agent_skills`, `vscode` (accepted; see README).
+    #[arg(long, num_args = 0.., value_name = "PLUGIN")]
+    pub plugins: Vec<String>,
+
+    /// User to run the shell as when sandboxd runs as root.
+    #[arg(long, env = "RUNTIME_USERNAME", default_value = "openhands")]
+    pub username: String,
+
+    /// Uid of that user (used when the name is unknown).
+    #[arg(long, default_value_t = 1000)]
+    pub user_id: u32,
+
+    /// Reference compatibility: with the browser enabled (the default) `WORKING_DIR/.downloads`
+    /// is created, as OpenHands' test-suite expects. sandboxd has no browser either way.
+    #[arg(long, overrides_with = "no_enable_browser")]
+    pub enable_browser: bool,
+
+    /// Do not create `WORKING_DIR/.downloads`.
+    #[arg(long)]
+    pub no_enable_browser: bool,
+
+    /// Accepted and ignored (reference compatibility).
+    #[arg(long, num_args = 0.., value_name = "ENV", hide = true)]
+    pub browsergym_eval_env: Vec<String>,
+
+    /// Address to listen on: 127.0.0.1 for local use, 0.0.0.0 inside a container.
+    #[arg(long, env = "SANDBOXD_HOST", default_value = "127.0.0.1")]
+    pub host: IpAddr,
+
+    /// Key clients must send as `X-Session-API-Key`; unset means no authentication.
+    #[arg(long, env = "SESSION_API_KEY", hide_env_values = true)]
+    pub session_api_key: Option<String>,
+
+    /// Seconds without output after which a non-blocking command returns (it keeps running).
+    #[arg(long, env = "NO_CHANGE_TIMEOUT_SECONDS", default_value_t = 10)]
+    pub no_change_timeout: u64,
+
+    /// Directory for the files that keep every command's complete output
+    /// (default: a `sandboxd-PID` directory under the system temp dir).
+    #[arg(long, env = "SANDBOXD_OUTPUT_DIR")]
+    pub output_dir: Option<PathBuf>,
+
+    /// Start bash without reading profile and rc files (faster; default is a login shell).
+    #[arg(long, env = "SANDBOXD_NO_LOGIN_SHELL")]
+    pub no_login_shell: bool,
+
+    /// Largest accepted JSON request body, in bytes.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Largest accepted upload, in bytes.
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    pub max_upload_bytes: usize,
+}
+
+impl Cli {
+    /// Whether the reference's browser flag is on.
+    pub fn browser_enabled(&self) -> bool {
+        !self.no_enable_browser
+    }
+}

@@ -1,0 +1,204 @@
+//! The one component that owns sandbox state: the bash session, the editor's history and the
+//! paths actions resolve against. It dispatches each decoded [`Action`] to its family.
+//!
+//! Locking is per resource (SPEC §11): `run` actions queue on the bash session only, file
+//! actions run on blocking threads and never wait behind a command, `is_static` commands get a
+//! shell of their own.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use protocol::action::{ActionKind, CmdRunArgs};
+use protocol::{Action, ActionType, Observation};
+
+use crate::bash::{BashSession, SessionError, ShellConfig};
+use crate::files::{self, Editor, FileContext};
+use crate::observations;
+use crate::user::RunAs;
+
+/// What the executor needs to start.
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// `--working-dir`, absolute.
+    pub working_dir: PathBuf,
+    /// The user shells run as.
+    pub run_as: Option<RunAs>,
+    /// Start login shells.
+    pub login_shell: bool,
+    /// No-output timeout of non-blocking commands.
+    pub no_change_timeout: Duration,
+    /// Where full command outputs are kept.
+    pub output_dir: PathBuf,
+}
+
+/// Errors starting the executor.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The output directory could not be made (no retry helps: fix the path or permissions).
+    #[error("cannot create the output directory {0}: {1}")]
+    OutputDir(PathBuf, std::io::Error),
+    /// The main bash session did not start.
+    #[error(transparent)]
+    Bash(#[from] SessionError),
+}
+
+/// Action types sandboxd executes; the others are refused before reaching the executor.
+pub const EXECUTABLE: [ActionType; 7] = [
+    ActionType::Run,
+    ActionType::RunIpython,
+    ActionType::Read,
+    ActionType::Write,
+    ActionType::Edit,
+    ActionType::Browse,
+    ActionType::BrowseInteractive,
+];
+
+/// Owner of the sandbox's execution state.
+#[derive(Debug)]
+pub struct Executor {
+    working_dir: PathBuf,
+    shells: Arc<ShellConfig>,
+    bash: BashSession,
+    editor: Arc<Editor>,
+    owner: Option<(u32, u32)>,
+}
+
+impl Executor {
+    /// Starts the main bash session.
+    pub async fn start(config: ExecutorConfig) -> Result<Self, StartError> {
+        std::fs::create_dir_all(&config.output_dir)
+            .map_err(|e| StartError::OutputDir(config.output_dir.clone(), e))?;
+        let owner = config.run_as.as_ref().map(|u| (u.uid, u.gid));
+        if let Some((uid, gid)) = owner {
+            // The agent must be able to read its own command outputs.
+            let _ = std::os::unix::fs::chown(&config.output_dir, Some(uid), Some(gid));
+        }
+        let shells = Arc::new(ShellConfig {
+            run_as: config.run_as,
+            login: config.login_shell,
+            no_change_timeout: config.no_change_timeout,
+            output_dir: config.output_dir,
+            command_seq: AtomicU64::new(1),
+        });
+        let bash = BashSession::start(shells.clone(), config.working_dir.clone()).await?;
+        Ok(Executor {
+            working_dir: config.working_dir,
+            shells,
+            bash,
+            editor: Arc::new(Editor::new()),
+            owner,
+        })
+    }
+
+    /// The initial working directory.
+    pub fn working_dir(&self) -> &Path {
+        &self.working_dir
+    }
+
+    /// Uid and gid that new files should belong to, when sandboxd runs as root for a user.
+    pub fn owner(&self) -> Option<(u32, u32)> {
+        self.owner
+    }
+
+    /// The shell's current directory (relative file paths resolve here).
+    pub fn cwd(&self) -> PathBuf {
+        self.bash.cwd().unwrap_or_else(|| self.working_dir.clone())
+    }
+
+    /// Executes one action and returns its observation, with `cause` and `tool_call_metadata`
+    /// taken from the action. Only types in [`EXECUTABLE`] may be passed.
+    pub async fn execute(&self, action: Action) -> Observation {
+        let mut obs = match action.kind {
+            ActionKind::Run(args) => self.run(args, action.timeout).await,
+            ActionKind::RunIpython(_) => {
+                observations::error("JupyterRequirement not found. Unable to run IPython action.")
+            }
+            ActionKind::Read(args) => {
+                let (cwd, editor, owner) = (self.cwd(), self.editor.clone(), self.owner);
+                let initial = self.working_dir.clone();
+                blocking(move || {
+                    let ctx = FileContext {
+                        cwd: &cwd,
+                        initial_dir: &initial,
+                        owner,
+                    };
+                    files::read(&args, &ctx, &editor)
+                })
+                .await
+            }
+            ActionKind::Write(args) => {
+                let (cwd, owner) = (self.cwd(), self.owner);
+                let initial = self.working_dir.clone();
+                blocking(move || {
+                    let ctx = FileContext {
+                        cwd: &cwd,
+                        initial_dir: &initial,
+                        owner,
+                    };
+                    files::write(&args, &ctx)
+                })
+                .await
+            }
+            ActionKind::Edit(args) => {
+                let (cwd, editor, owner) = (self.cwd(), self.editor.clone(), self.owner);
+                let initial = self.working_dir.clone();
+                blocking(move || {
+                    let ctx = FileContext {
+                        cwd: &cwd,
+                        initial_dir: &initial,
+                        owner,
+                    };
+                    editor.edit(&args, &ctx)
+                })
+                .await
+            }
+            ActionKind::Browse(_) | ActionKind::BrowseInteractive(_) => {
+                observations::error("Browser functionality is not supported or disabled.")
+            }
+            other => observations::error(format!(
+                "Action {} cannot be executed in a sandbox.",
+                other.action_type().as_str()
+            )),
+        };
+        obs.cause = action.id.filter(|id| *id >= 0);
+        obs.tool_call_metadata = action.tool_call_metadata;
+        obs
+    }
+
+    async fn run(&self, args: CmdRunArgs, timeout: Option<f64>) -> Observation {
+        if !args.is_static {
+            return self.bash.run(args, timeout).await;
+        }
+        // A fresh shell for this one command; dropping the handle kills it and its children.
+        let cwd = args
+            .cwd
+            .as_deref()
+            .map_or_else(|| self.working_dir.clone(), |c| self.working_dir.join(c));
+        match BashSession::start(self.shells.clone(), cwd).await {
+            Ok(session) => session.run(args, timeout).await,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start a static shell");
+                observations::run(
+                    args.command.trim(),
+                    format!("ERROR: cannot start bash: {e}"),
+                    protocol::CmdOutputMetadata::default(),
+                    args.hidden,
+                    None,
+                )
+            }
+        }
+    }
+}
+
+/// Runs file-system work on the blocking pool; a panic there becomes an error observation.
+async fn blocking(f: impl FnOnce() -> Observation + Send + 'static) -> Observation {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(obs) => obs,
+        Err(e) => {
+            tracing::error!(error = %e, "file action failed");
+            observations::error("ERROR: the file action failed unexpectedly.")
+        }
+    }
+}

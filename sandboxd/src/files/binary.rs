@@ -1,0 +1,188 @@
+//! Binary-file sniffing in the manner of Python's `binaryornot` (used by the reference for
+//! `read` and by the editor): a look at the first 1024 bytes, never blocking on special files.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use nix::fcntl::OFlag;
+
+use super::encoding;
+
+/// How many leading bytes the heuristic looks at.
+const CHUNK: usize = 1024;
+
+/// `binaryornot.check.is_binary(path)`. Missing paths, directories, special files and unreadable
+/// files are not binary (the reference swallows the error the same way); a `.pyc` name is.
+pub(crate) fn is_binary_file(path: &Path) -> bool {
+    if path.as_os_str().as_bytes().ends_with(b".pyc") {
+        return true;
+    }
+    match read_chunk(path) {
+        Some((chunk, complete)) => is_binary_bytes(&chunk, complete),
+        None => false,
+    }
+}
+
+/// Opens `path` for reading without blocking on FIFOs or devices: only regular files qualify.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<Option<File>> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
+        .open(path)?;
+    // The path may have been swapped for something else between the two calls.
+    if !file.metadata()?.is_file() {
+        return Ok(None);
+    }
+    Ok(Some(file))
+}
+
+/// The first [`CHUNK`] bytes of a regular file, and whether they are the whole file.
+fn read_chunk(path: &Path) -> Option<(Vec<u8>, bool)> {
+    let file = open_regular(path).ok()??;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    file.take(CHUNK as u64).read_to_end(&mut chunk).ok()?;
+    let complete = chunk.len() < CHUNK;
+    Some((chunk, complete))
+}
+
+/// Bytes `binaryornot` counts as printable ASCII: `\n \r \t \f \b` and 32..=126.
+fn is_printable_ascii(b: u8) -> bool {
+    matches!(b, b'\n' | b'\r' | b'\t' | 0x0c | 0x08 | 32..=126)
+}
+
+/// `binaryornot.helpers.is_binary_string`. Where the original asks `chardet` whether the chunk
+/// decodes with confidence above 0.9, this asks whether it is UTF-16 with a byte order mark,
+/// non-ASCII UTF-8, or a legacy encoding `chardetng` recognises with plausible text — in each
+/// case without NUL bytes except for UTF-16.
+pub(crate) fn is_binary_bytes(chunk: &[u8], complete: bool) -> bool {
+    if chunk.is_empty() {
+        return false;
+    }
+    let len = chunk.len() as f64;
+    let control = chunk.iter().filter(|&&b| !is_printable_ascii(b)).count() as f64;
+    let low = chunk.iter().filter(|&&b| b < 127).count() as f64;
+    let nontext_ratio1 = control / len;
+    let nontext_ratio2 = low / len;
+    let likely_binary = (nontext_ratio1 > 0.3 && nontext_ratio2 < 0.05)
+        || (nontext_ratio1 > 0.8 && nontext_ratio2 > 0.8);
+    let decodable = decodable_as_text(chunk, complete);
+    if likely_binary {
+        !decodable
+    } else {
+        !decodable && (chunk.contains(&0x00) || chunk.contains(&0xff))
+    }
+}
+
+fn decodable_as_text(chunk: &[u8], complete: bool) -> bool {
+    for (bom, rs) in [
+        (&b"\xFF\xFE"[..], encoding_rs::UTF_16LE),
+        (&b"\xFE\xFF"[..], encoding_rs::UTF_16BE),
+    ] {
+        if let Some(body) = chunk.strip_prefix(bom) {
+            let usable = if complete {
+                body
+            } else {
+                // Drop a code unit cut in half, and a high surrogate whose pair was cut off.
+                let mut end = body.len() & !1;
+                if end >= 2 {
+                    let unit = if rs == encoding_rs::UTF_16LE {
+                        u16::from_le_bytes([body[end - 2], body[end - 1]])
+                    } else {
+                        u16::from_be_bytes([body[end - 2], body[end - 1]])
+                    };
+                    if (0xD800..0xDC00).contains(&unit) {
+                        end -= 2;
+                    }
+                }
+                &body[..end]
+            };
+            let (text, had_errors) = rs.decode_without_bom_handling(usable);
+            return !had_errors && encoding::looks_like_text(&text);
+        }
+    }
+    if chunk.contains(&0) || chunk.is_ascii() {
+        return false;
+    }
+    if encoding::utf8_prefix_valid(chunk, complete) {
+        return true;
+    }
+    encoding::confident_legacy(chunk, complete).is_some()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A 1x1 PNG, as the reference fixture's "read png" used.
+    pub(crate) const PNG: &[u8] = &[
+        0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F,
+        0x15, 0xC4, 0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0xDA, 0x63, 0x64,
+        0x60, 0xF8, 0x5F, 0x0F, 0x00, 0x02, 0x87, 0x01, 0x80, 0xEB, 0x47, 0xBA, 0x92, 0x00, 0x00,
+        0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    ];
+
+    #[test]
+    fn png_jpeg_and_elf_are_binary() {
+        assert!(is_binary_bytes(PNG, true));
+        assert!(is_binary_bytes(
+            b"\xFF\xD8\xFF\xE0\x00\x10JFIF\x00\x01\x01\x00\x00\x01",
+            true
+        ));
+        assert!(is_binary_bytes(
+            b"\x7FELF\x02\x01\x01\x00\x00\x00\x00",
+            true
+        ));
+        assert!(is_binary_bytes(&[1u8, 2, 3, 4, 5, 6, 7, 14, 15, 16], true));
+    }
+
+    #[test]
+    fn text_in_any_common_encoding_is_not_binary() {
+        assert!(!is_binary_bytes(b"", true));
+        assert!(!is_binary_bytes(b"echo \"Hello, World!\"\n", true));
+        assert!(!is_binary_bytes("日本語のテキストです。".as_bytes(), true));
+        let (cp1251, _, _) = encoding_rs::WINDOWS_1251
+            .encode("Съешь же ещё этих мягких булок, да выпей чаю. Я рад.\n");
+        assert!(cp1251.contains(&0xff));
+        assert!(!is_binary_bytes(&cp1251, true));
+        let utf16: Vec<u8> = b"\xFF\xFE"
+            .iter()
+            .copied()
+            .chain("hello world\n".encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        assert!(!is_binary_bytes(&utf16, true));
+    }
+
+    #[test]
+    fn nul_in_ascii_is_binary_and_cut_utf8_is_text() {
+        assert!(is_binary_bytes(b"abc\x00def", true));
+        // Mostly multi-byte text cut in the middle of a character at the chunk's end.
+        let text = "日本語".repeat(200);
+        let cut = &text.as_bytes()[..CHUNK];
+        assert!(!is_binary_bytes(cut, false));
+    }
+
+    #[test]
+    fn files_are_sniffed_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let png = dir.path().join("x.png");
+        std::fs::write(&png, PNG).unwrap();
+        assert!(is_binary_file(&png));
+        let txt = dir.path().join("t.txt");
+        std::fs::write(&txt, "text\n").unwrap();
+        assert!(!is_binary_file(&txt));
+        assert!(!is_binary_file(dir.path()));
+        assert!(!is_binary_file(&dir.path().join("missing")));
+        assert!(is_binary_file(&dir.path().join("missing.pyc")));
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+        assert!(!is_binary_file(&fifo));
+    }
+}

@@ -1,0 +1,366 @@
+//! Python semantics the reference's messages depend on: `str(Path)` normalisation, whitespace
+//! stripping, `splitlines`, `repr` of strings and lists, `int()` parsing, OSError text and the
+//! editor's character-based truncation.
+
+use std::io;
+
+/// `str.isspace()` for one character: Unicode White_Space plus the ASCII separators
+/// U+001C..U+001F that Python also counts (Rust's `char::is_whitespace` does not).
+pub(crate) fn is_py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// `str.strip()` with no argument.
+pub(crate) fn py_strip(s: &str) -> &str {
+    s.trim_matches(is_py_space)
+}
+
+/// `str.rstrip()` with no argument.
+pub(crate) fn py_rstrip(s: &str) -> &str {
+    s.trim_end_matches(is_py_space)
+}
+
+/// Line boundaries of `str.splitlines()` other than `\r` (handled apart for `\r\n`).
+fn is_py_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\u{0b}'
+            | '\u{0c}'
+            | '\u{1c}'
+            | '\u{1d}'
+            | '\u{1e}'
+            | '\u{85}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
+}
+
+/// `str.splitlines()` (without `keepends`): no trailing empty piece, `""` gives no lines.
+pub(crate) fn py_splitlines(s: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '\r' {
+            lines.push(&s[start..i]);
+            if let Some(&(_, '\n')) = chars.peek() {
+                chars.next();
+                start = i + 2;
+            } else {
+                start = i + 1;
+            }
+        } else if is_py_line_break(c) {
+            lines.push(&s[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    if start < s.len() {
+        lines.push(&s[start..]);
+    }
+    lines
+}
+
+/// `str(pathlib.PurePosixPath(s))`: empty and `.` components and trailing slashes dropped,
+/// exactly two leading slashes kept, `..` kept, `""` → `"."`.
+pub(crate) fn py_path_str(s: &str) -> String {
+    let root = if s.starts_with("//") && !s.starts_with("///") {
+        "//"
+    } else if s.starts_with('/') {
+        "/"
+    } else {
+        ""
+    };
+    let parts: Vec<&str> = s
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let joined = format!("{root}{}", parts.join("/"));
+    if joined.is_empty() {
+        ".".to_owned()
+    } else {
+        joined
+    }
+}
+
+/// `str(PurePosixPath(base) / rel)`: `rel` wins when absolute.
+pub(crate) fn py_path_join(base: &str, rel: &str) -> String {
+    let base = py_path_str(base);
+    if rel.starts_with('/') || base == "." {
+        py_path_str(rel)
+    } else if base.ends_with('/') {
+        // `/` or `//`: the root already ends in a separator.
+        py_path_str(&format!("{base}{rel}"))
+    } else {
+        py_path_str(&format!("{base}/{rel}"))
+    }
+}
+
+/// `Path(s).is_absolute()` on POSIX.
+pub(crate) fn py_is_absolute(s: &str) -> bool {
+    s.starts_with('/')
+}
+
+/// `PurePosixPath(s).suffix`: the final component's extension, dot included, or `""`.
+pub(crate) fn py_suffix(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or("");
+    match name.rfind('.') {
+        Some(i) if i > 0 && i < name.len() - 1 => &name[i..],
+        _ => "",
+    }
+}
+
+/// Whether `repr()` prints `c` as is (an approximation of `str.isprintable()` without the
+/// Unicode category tables: controls, separators, format characters, surrogates and private
+/// use are escaped).
+fn is_py_printable(c: char) -> bool {
+    let u = u32::from(c);
+    if c == ' ' {
+        return true;
+    }
+    if u < 0x20 || (0x7f..=0xa0).contains(&u) || u == 0xad {
+        return false;
+    }
+    if c.is_whitespace() {
+        return false;
+    }
+    !matches!(u,
+        0x0600..=0x0605 | 0x061c | 0x06dd | 0x070f | 0x180e | 0x200b..=0x200f | 0x202a..=0x202e
+        | 0x2060..=0x206f | 0xd800..=0xf8ff | 0xfeff | 0xfff9..=0xfffb | 0xf0000..=0x10ffff
+        | 0xe0000..=0xe007f)
+}
+
+/// `repr(s)` of a Python `str`.
+pub(crate) fn py_repr_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if is_py_printable(c) => out.push(c),
+            c => {
+                let u = u32::from(c);
+                if u <= 0xff {
+                    out.push_str(&format!("\\x{u:02x}"));
+                } else if u <= 0xffff {
+                    out.push_str(&format!("\\u{u:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{u:08x}"));
+                }
+            }
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// `str(list_of_ints)`: `[1, 2]`.
+pub(crate) fn py_int_list(values: &[i64]) -> String {
+    let items: Vec<String> = values.iter().map(i64::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The C library's message for an errno value (`strerror`), as Python puts it in an OSError.
+pub(crate) fn strerror(code: i32) -> String {
+    let text = io::Error::from_raw_os_error(code).to_string();
+    let suffix = format!(" (os error {code})");
+    match text.strip_suffix(&suffix) {
+        Some(message) => message.to_owned(),
+        None => text,
+    }
+}
+
+/// `str(OSError)` as Python formats it for a failed call on `filename`:
+/// `[Errno 2] No such file or directory: '/x'`. Errors without an errno give their own text.
+pub(crate) fn os_error_message(err: &io::Error, filename: &str) -> String {
+    match err.raw_os_error() {
+        Some(code) => format!(
+            "[Errno {code}] {}: {}",
+            strerror(code),
+            py_repr_str(filename)
+        ),
+        None => err.to_string(),
+    }
+}
+
+/// A Python `int` as the editor sees it: small enough for our arithmetic, or only printable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PyInt {
+    /// Fits in an `i64`.
+    Small(i64),
+    /// Too large for an `i64`; kept as its decimal text (always out of any line range).
+    Big(String),
+}
+
+impl std::fmt::Display for PyInt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PyInt::Small(v) => write!(f, "{v}"),
+            PyInt::Big(text) => f.write_str(text),
+        }
+    }
+}
+
+/// `int(s)` for a string: surrounding whitespace, an optional sign, ASCII digits with single
+/// underscores between them. `None` where Python raises `ValueError` (non-ASCII digits, which
+/// Python would accept, are refused too).
+pub(crate) fn py_parse_int(s: &str) -> Option<PyInt> {
+    let t = py_strip(s);
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') {
+        return None;
+    }
+    let mut clean = String::with_capacity(digits.len());
+    let mut previous_underscore = false;
+    for c in digits.chars() {
+        if c == '_' {
+            if previous_underscore {
+                return None;
+            }
+            previous_underscore = true;
+        } else if c.is_ascii_digit() {
+            previous_underscore = false;
+            clean.push(c);
+        } else {
+            return None;
+        }
+    }
+    let trimmed = clean.trim_start_matches('0');
+    let magnitude = if trimmed.is_empty() { "0" } else { trimmed };
+    let text = if negative && magnitude != "0" {
+        format!("-{magnitude}")
+    } else {
+        magnitude.to_owned()
+    };
+    Some(match text.parse::<i64>() {
+        Ok(v) => PyInt::Small(v),
+        Err(_) => PyInt::Big(text),
+    })
+}
+
+/// `maybe_truncate(text, 16000, notice)`: cut to `max_chars` characters (code points) and
+/// append `notice` when longer.
+pub(crate) fn truncate_chars(text: &str, max_chars: usize, notice: &str) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}{notice}", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_matches_python_whitespace() {
+        assert_eq!(py_rstrip("a \t\r\x0b\x0c\x1c\x1f\u{a0}\u{3000}"), "a");
+        assert_eq!(py_strip("\u{85} x \u{2028}"), "x");
+        assert_eq!(
+            py_rstrip("a\u{200b}"),
+            "a\u{200b}",
+            "ZWSP is not whitespace"
+        );
+    }
+
+    #[test]
+    fn splitlines_matches_python() {
+        assert_eq!(py_splitlines(""), Vec::<&str>::new());
+        assert_eq!(py_splitlines("\n"), vec![""]);
+        assert_eq!(py_splitlines("a\nb\n"), vec!["a", "b"]);
+        assert_eq!(py_splitlines("a\r\nb\rc\x0cd"), vec!["a", "b", "c", "d"]);
+        assert_eq!(py_splitlines("a\n\nb"), vec!["a", "", "b"]);
+        assert_eq!(py_splitlines("x\u{2028}y\u{85}"), vec!["x", "y"]);
+        assert_eq!(py_splitlines("\r\r\n"), vec!["", ""]);
+    }
+
+    #[test]
+    fn path_normalisation_matches_pathlib() {
+        assert_eq!(py_path_str(""), ".");
+        assert_eq!(py_path_str("."), ".");
+        assert_eq!(py_path_str("./a//b/./c/"), "a/b/c");
+        assert_eq!(py_path_str("/"), "/");
+        assert_eq!(py_path_str("//"), "//");
+        assert_eq!(py_path_str("///x"), "/x");
+        assert_eq!(py_path_str("//x/"), "//x");
+        assert_eq!(py_path_str("/w/../x"), "/w/../x");
+        assert_eq!(py_path_join("/workspace", "."), "/workspace");
+        assert_eq!(py_path_join("/workspace/", "a/b"), "/workspace/a/b");
+        assert_eq!(py_path_join("/workspace", "/etc"), "/etc");
+        assert_eq!(py_path_join("/", "x"), "/x");
+        assert_eq!(py_path_join("//", "x"), "//x");
+        assert_eq!(py_path_join("//a", "x"), "//a/x");
+        assert_eq!(py_path_join("", "x"), "x");
+        assert_eq!(py_path_join("/w", ""), "/w");
+    }
+
+    #[test]
+    fn suffix_matches_pathlib() {
+        assert_eq!(py_suffix("/a/b.PDF"), ".PDF");
+        assert_eq!(py_suffix("/a/.pdf"), "");
+        assert_eq!(py_suffix("/a/b."), "");
+        assert_eq!(py_suffix("/a.d/b"), "");
+        assert_eq!(py_suffix("/a/b.tar.gz"), ".gz");
+    }
+
+    #[test]
+    fn repr_matches_python() {
+        assert_eq!(py_repr_str("/w/x"), "'/w/x'");
+        assert_eq!(py_repr_str("it's"), "\"it's\"");
+        assert_eq!(py_repr_str("a'b\"c"), "'a\\'b\"c'");
+        assert_eq!(
+            py_repr_str("t\tn\n\\\x01\x7fé\u{a0}"),
+            "'t\\tn\\n\\\\\\x01\\x7fé\\xa0'"
+        );
+        assert_eq!(py_repr_str("\u{feff}\u{1F600}"), "'\\ufeff\u{1F600}'");
+    }
+
+    #[test]
+    fn int_parsing_matches_python() {
+        assert_eq!(py_parse_int(" 12 "), Some(PyInt::Small(12)));
+        assert_eq!(py_parse_int("+7"), Some(PyInt::Small(7)));
+        assert_eq!(py_parse_int("-0"), Some(PyInt::Small(0)));
+        assert_eq!(py_parse_int("007"), Some(PyInt::Small(7)));
+        assert_eq!(py_parse_int("1_000"), Some(PyInt::Small(1000)));
+        assert_eq!(
+            py_parse_int("-99999999999999999999999"),
+            Some(PyInt::Big("-99999999999999999999999".to_owned()))
+        );
+        for bad in [
+            "", " ", "1__0", "_1", "1_", "1.0", "abc", "0x10", "--1", "+",
+        ] {
+            assert_eq!(py_parse_int(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn os_errors_read_like_python() {
+        let err = io::Error::from_raw_os_error(2);
+        assert_eq!(
+            os_error_message(&err, "/x/y"),
+            "[Errno 2] No such file or directory: '/x/y'"
+        );
+        assert_eq!(strerror(13), "Permission denied");
+    }
+
+    #[test]
+    fn truncation_counts_characters() {
+        assert_eq!(truncate_chars("ééé", 2, "<N>"), "éé<N>");
+        assert_eq!(truncate_chars("éé", 2, "<N>"), "éé");
+        assert_eq!(py_int_list(&[2, -1]), "[2, -1]");
+    }
+}

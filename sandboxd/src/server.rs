@@ -1,0 +1,422 @@
+//! HTTP routes: authenticate, decode the request into a protocol type, hand it to the executor
+//! or the transfer helpers, encode the answer. Status codes and `detail` texts are the
+//! reference's (SPEC §2, §8).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Multipart, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use protocol::api::{AliveResponse, ErrorResponse, ServerInfo, UploadResponse};
+use protocol::{Action, ActionType};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::executor::{EXECUTABLE, Executor};
+use crate::sysinfo::{self, CpuMeter};
+use crate::transfer::{self, TransferError};
+
+/// The OpenAPI document served at `/openapi.json`.
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+/// Shared state of the handlers.
+#[derive(Debug)]
+pub struct AppState {
+    executor: Executor,
+    api_key: Option<String>,
+    started: Instant,
+    last_action: Mutex<Instant>,
+    cpu: CpuMeter,
+}
+
+/// Limits of the HTTP layer.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest JSON body.
+    pub max_body_bytes: usize,
+    /// Largest upload.
+    pub max_upload_bytes: usize,
+}
+
+/// The router with every endpoint.
+pub fn router(executor: Executor, api_key: Option<String>, limits: Limits) -> Router {
+    let state = Arc::new(AppState {
+        executor,
+        api_key,
+        started: Instant::now(),
+        last_action: Mutex::new(Instant::now()),
+        cpu: CpuMeter::default(),
+    });
+    let protected = Router::new()
+        .route("/execute_action", post(execute_action))
+        .route("/list_files", post(list_files))
+        .route("/download_files", get(download_files))
+        .route("/vscode/connection_token", get(vscode_token))
+        .route("/update_mcp_server", post(update_mcp_server))
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .merge(
+            Router::new()
+                .route("/upload_file", post(upload_file))
+                .layer(DefaultBodyLimit::max(limits.max_upload_bytes)),
+        )
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    Router::new()
+        .route("/alive", get(alive))
+        .route("/server_info", get(server_info))
+        .route("/openapi.json", get(openapi))
+        .merge(protected)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+fn detail(status: StatusCode, text: impl Into<String>) -> Response {
+    let body = ErrorResponse {
+        detail: text.into(),
+        errors: None,
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+/// The reference wraps every failure of these endpoints as a 500 whose detail carries the code.
+fn internal(text: impl Into<String>) -> Response {
+    detail(StatusCode::INTERNAL_SERVER_ERROR, text)
+}
+
+async fn not_found() -> Response {
+    detail(StatusCode::NOT_FOUND, "Not Found")
+}
+
+async fn method_not_allowed() -> Response {
+    detail(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
+}
+
+async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Some(expected) = &state.api_key {
+        let given = headers
+            .get("x-session-api-key")
+            .map(HeaderValue::as_bytes)
+            .unwrap_or_default();
+        if !constant_time_eq(given, expected.as_bytes()) {
+            return detail(StatusCode::FORBIDDEN, "Invalid API Key");
+        }
+    }
+    next.run(request).await
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn alive() -> axum::Json<AliveResponse> {
+    axum::Json(AliveResponse {
+        status: "ok".to_owned(),
+    })
+}
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+async fn server_info(State(state): State<Arc<AppState>>) -> axum::Json<ServerInfo> {
+    let idle = state
+        .last_action
+        .lock()
+        .map(|t| t.elapsed().as_secs_f64())
+        .unwrap_or_default();
+    let dir = state.executor.working_dir().to_path_buf();
+    let resources = sysinfo::resources(&state.cpu, &dir);
+    axum::Json(ServerInfo {
+        uptime: state.started.elapsed().as_secs_f64(),
+        idle_time: idle,
+        resources,
+    })
+}
+
+/// Why an `/execute_action` body is not an executable action.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ActionError {
+    /// The body holds an observation (or something else that is no action).
+    #[error("400: Invalid action type")]
+    NotAnAction,
+    /// The `action` type is unknown.
+    #[error("'action['action']='{0}'' is not defined. Available actions: {list}", list = available_actions())]
+    Undefined(String),
+    /// A known type that sandboxd does not execute (`think`, `finish`, `message`, ...).
+    #[error("'ActionExecutor' object has no attribute '{0}'")]
+    NotExecutable(String),
+    /// The arguments do not fit the type.
+    #[error("action={0} has the wrong arguments: {1}")]
+    WrongArguments(String, String),
+}
+
+fn available_actions() -> String {
+    let names: Vec<String> = ActionType::ALL
+        .iter()
+        .map(|t| format!("'{}'", t.as_str()))
+        .collect();
+    format!("[{}]", names.join(", "))
+}
+
+/// Decodes the `action` member of an `/execute_action` body.
+pub fn decode_action(value: Value) -> Result<Action, ActionError> {
+    let Value::Object(mut map) = value else {
+        return Err(ActionError::NotAnAction);
+    };
+    let name = match map.get("action") {
+        Some(Value::String(name)) => name.clone(),
+        Some(other) => return Err(ActionError::Undefined(other.to_string())),
+        None => return Err(ActionError::NotAnAction),
+    };
+    let Some(kind) = ActionType::ALL.into_iter().find(|t| t.as_str() == name) else {
+        return Err(ActionError::Undefined(name));
+    };
+    if !EXECUTABLE.contains(&kind) {
+        return Err(ActionError::NotExecutable(name));
+    }
+    if matches!(map.get("args"), None | Some(Value::Null)) {
+        map.insert("args".to_owned(), Value::Object(serde_json::Map::new()));
+    }
+    let value = Value::Object(map);
+    serde_json::from_value(value.clone())
+        .map_err(|e| ActionError::WrongArguments(value.to_string(), e.to_string()))
+}
+
+fn invalid_request(errors: String) -> Response {
+    let body = ErrorResponse {
+        detail: "Invalid request parameters".to_owned(),
+        errors: Some(errors),
+    };
+    (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(body)).into_response()
+}
+
+async fn execute_action(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return invalid_request(format!("body is not valid JSON: {e}")),
+    };
+    let Value::Object(mut body) = value else {
+        return invalid_request("body must be a JSON object with an `action` member".to_owned());
+    };
+    let Some(action) = body.remove("action") else {
+        return invalid_request("field `action` is required".to_owned());
+    };
+    let action = match decode_action(action) {
+        Ok(a) => a,
+        Err(e) => return internal(format!("Internal server error: {e}")),
+    };
+    if let Ok(mut last) = state.last_action.lock() {
+        *last = Instant::now();
+    }
+    let obs = state.executor.execute(action).await;
+    if let Ok(mut last) = state.last_action.lock() {
+        *last = Instant::now();
+    }
+    axum::Json(obs).into_response()
+}
+
+/// Runs blocking transfer work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, TransferError> + Send + 'static,
+) -> Result<T, Response> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(internal(e.to_string())),
+        Err(e) => {
+            tracing::error!(error = %e, "transfer task failed");
+            Err(internal(
+                "An unexpected error occurred. Please try again later.",
+            ))
+        }
+    }
+}
+
+async fn list_files(State(state): State<Arc<AppState>>, body: Bytes) -> axum::Json<Vec<String>> {
+    let path = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Object(map)) => match map.get("path") {
+            Some(Value::String(p)) => Some(p.clone()),
+            Some(Value::Null) | None => None,
+            Some(_) => return axum::Json(Vec::new()),
+        },
+        _ if body.is_empty() => None,
+        _ => return axum::Json(Vec::new()),
+    };
+    let base = state.executor.working_dir().to_path_buf();
+    let dir = match path {
+        Some(p) => base.join(p),
+        None => base,
+    };
+    let names = tokio::task::spawn_blocking(move || transfer::list_files(&dir))
+        .await
+        .unwrap_or_default();
+    axum::Json(names)
+}
+
+#[derive(Debug, Deserialize)]
+struct UploadQuery {
+    #[serde(default = "root")]
+    destination: String,
+    #[serde(default)]
+    recursive: Option<String>,
+}
+
+fn root() -> String {
+    "/".to_owned()
+}
+
+async fn upload_file(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<UploadQuery>,
+    mut multipart: Multipart,
+) -> Response {
+    let recursive = query
+        .recursive
+        .as_deref()
+        .is_some_and(|r| r.eq_ignore_ascii_case("true") || r == "1");
+    if !Path::new(&query.destination).is_absolute() {
+        return internal("400: Destination must be an absolute path");
+    }
+    let (filename, data) = loop {
+        match multipart.next_field().await {
+            Ok(Some(field)) if field.name() == Some("file") => {
+                let name = field.file_name().unwrap_or("upload").to_owned();
+                match field.bytes().await {
+                    Ok(bytes) => break (name, bytes),
+                    Err(e) => return detail(e.status(), e.body_text()),
+                }
+            }
+            Ok(Some(_)) => continue,
+            Ok(None) => return invalid_request("multipart field `file` is required".to_owned()),
+            Err(e) => return detail(e.status(), e.body_text()),
+        }
+    };
+    let destination = PathBuf::from(&query.destination);
+    let owner = state.executor.owner();
+    let name = filename.clone();
+    if let Err(response) =
+        blocking(move || transfer::store_upload(&destination, &name, &data, recursive, owner)).await
+    {
+        return response;
+    }
+    axum::Json(UploadResponse {
+        filename,
+        destination: query.destination,
+        recursive,
+    })
+    .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+struct DownloadQuery {
+    path: String,
+}
+
+async fn download_files(Query(query): Query<DownloadQuery>) -> Response {
+    let path = PathBuf::from(&query.path);
+    if !path.is_absolute() {
+        return internal("400: Path must be an absolute path");
+    }
+    let name = path.file_name().map_or_else(
+        || "download".to_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let zipped = blocking(move || {
+        let mut file = tempfile::tempfile()?;
+        transfer::zip_tree(&path, &mut file)?;
+        use std::io::Seek;
+        file.rewind()?;
+        Ok(file)
+    })
+    .await;
+    let file = match zipped {
+        Ok(f) => tokio::fs::File::from_std(f),
+        Err(response) => return response,
+    };
+    let body = Body::from_stream(tokio_util::io::ReaderStream::new(file));
+    let disposition = format!("attachment; filename=\"{}.zip\"", name.replace('"', ""));
+    let mut response = Response::new(body);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/zip"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
+}
+
+async fn vscode_token() -> axum::Json<Value> {
+    axum::Json(serde_json::json!({ "token": null }))
+}
+
+async fn update_mcp_server(body: Bytes) -> Response {
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(tools)) => {
+            let log = if tools.is_empty() {
+                String::new()
+            } else {
+                "sandboxd does not run MCP servers; the tools were not started.".to_owned()
+            };
+            axum::Json(serde_json::json!({
+                "detail": "MCP server updated successfully",
+                "router_error_log": log,
+            }))
+            .into_response()
+        }
+        _ => detail(
+            StatusCode::BAD_REQUEST,
+            "Request must be a list of MCP tools to sync",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoding_errors_carry_the_reference_messages() {
+        let obs =
+            serde_json::json!({"observation": "run", "content": "", "extras": {"command": "x"}});
+        assert_eq!(
+            decode_action(obs).unwrap_err().to_string(),
+            "400: Invalid action type"
+        );
+        let think = serde_json::json!({"action": "think", "args": {"thought": "x"}});
+        assert_eq!(
+            decode_action(think).unwrap_err().to_string(),
+            "'ActionExecutor' object has no attribute 'think'"
+        );
+        let nope = decode_action(serde_json::json!({"action": "nope"})).unwrap_err();
+        assert!(nope.to_string().starts_with(
+            "'action['action']='nope'' is not defined. Available actions: ['null', 'run',"
+        ));
+        let wrong = decode_action(serde_json::json!({"action": "run", "args": {"command": 3}}));
+        assert!(matches!(wrong, Err(ActionError::WrongArguments(..))));
+        let missing_args = decode_action(serde_json::json!({"action": "run"}));
+        assert!(matches!(missing_args, Err(ActionError::WrongArguments(..))));
+    }
+
+    #[test]
+    fn constant_time_comparison() {
+        assert!(constant_time_eq(b"sekret", b"sekret"));
+        assert!(!constant_time_eq(b"sekret", b"sekreT"));
+        assert!(!constant_time_eq(b"", b"sekret"));
+    }
+}

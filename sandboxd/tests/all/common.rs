@@ -1,0 +1,222 @@
+//! Test harness: start a real sandboxd, send it actions, stop it cleanly.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub const KEY: &str = "sekret";
+
+/// Options for one daemon.
+pub struct Options {
+    pub no_change_timeout: u64,
+    pub key: Option<&'static str>,
+    pub browser: bool,
+    pub extra_args: Vec<String>,
+    /// Run the shell as this user (root only); the working directory is opened up for it.
+    pub user: Option<&'static str>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            no_change_timeout: 10,
+            key: Some(KEY),
+            browser: false,
+            extra_args: Vec::new(),
+            user: None,
+        }
+    }
+}
+
+/// A running sandboxd with its own working and output directories.
+pub struct Sandbox {
+    child: Child,
+    pub url: String,
+    pub key: Option<&'static str>,
+    pub http: reqwest::Client,
+    pub ws: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub async fn start() -> Sandbox {
+        Self::with(Options::default()).await
+    }
+
+    pub async fn with(opts: Options) -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("workspace");
+        let out = dir.path().join("outputs");
+        std::fs::create_dir_all(&ws).unwrap();
+        let ws = ws.canonicalize().unwrap();
+        if opts.user.is_some() {
+            use std::os::unix::fs::PermissionsExt;
+            for d in [dir.path(), ws.as_path()] {
+                std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+            }
+        }
+        let stderr = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sandboxd"));
+        cmd.arg("0")
+            .arg("--working-dir")
+            .arg(&ws)
+            .arg("--output-dir")
+            .arg(&out)
+            .args([
+                "--username",
+                opts.user.unwrap_or("root"),
+                "--no-login-shell",
+            ])
+            .env(
+                "NO_CHANGE_TIMEOUT_SECONDS",
+                opts.no_change_timeout.to_string(),
+            )
+            .env_remove("SESSION_API_KEY")
+            .env("RUST_LOG", "sandboxd=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        if !opts.browser {
+            cmd.arg("--no-enable-browser");
+        }
+        if let Some(key) = opts.key {
+            cmd.env("SESSION_API_KEY", key);
+        }
+        cmd.args(&opts.extra_args);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        let Some(url) = line.trim().strip_prefix("sandboxd listening on ") else {
+            let log = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap_or_default();
+            panic!("sandboxd did not start: {line:?}\n{log}");
+        };
+        Sandbox {
+            child,
+            url: url.to_owned(),
+            key: opts.key,
+            http: reqwest::Client::new(),
+            ws,
+            _dir: dir,
+        }
+    }
+
+    pub fn ws_str(&self) -> String {
+        self.ws.to_string_lossy().into_owned()
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "sandboxd ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut req = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(key) = self.key {
+            req = req.header("X-Session-API-Key", key);
+        }
+        req
+    }
+
+    /// POST a raw body (already JSON) to `/execute_action`.
+    pub async fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
+        let resp = self
+            .request(reqwest::Method::POST, path)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    /// Executes an action and returns the observation; panics on a non-200 answer.
+    pub async fn act(&self, action: Value) -> Value {
+        let (status, body) = self
+            .post_json("/execute_action", &json!({ "action": action }))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// A `run` with the client's defaults (timeout 120, non-blocking).
+    pub async fn run(&self, command: &str) -> Value {
+        self.act(json!({"action": "run", "args": {"command": command}, "timeout": 120}))
+            .await
+    }
+
+    /// A blocking `run` with a hard timeout, as the client sends `set_hard_timeout`.
+    pub async fn run_hard(&self, command: &str, timeout: f64) -> Value {
+        self.act(json!({"action": "run", "args": {"command": command, "blocking": true}, "timeout": timeout}))
+            .await
+    }
+
+    pub async fn input(&self, text: &str) -> Value {
+        self.act(
+            json!({"action": "run", "args": {"command": text, "is_input": true}, "timeout": 120}),
+        )
+        .await
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Content of an observation.
+pub fn content(obs: &Value) -> &str {
+    obs["content"].as_str().unwrap_or_default()
+}
+
+pub fn exit_code(obs: &Value) -> i64 {
+    obs["extras"]["metadata"]["exit_code"].as_i64().unwrap()
+}
+
+pub fn meta<'a>(obs: &'a Value, key: &str) -> &'a Value {
+    &obs["extras"]["metadata"][key]
+}
+
+/// Waits (bounded) until `cond` holds; for effects with no event to wait on, like reaping.
+pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub fn exists(path: impl AsRef<Path>) -> bool {
+    path.as_ref().exists()
+}

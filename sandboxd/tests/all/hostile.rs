@@ -1,0 +1,119 @@
+//! Hostile inputs: spoofed markers, binary floods, huge output, stubborn programs, load.
+
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::*;
+
+#[tokio::test]
+async fn printed_markers_cannot_end_a_command() {
+    let sb = Sandbox::start().await;
+    // A marker of another session, the reference's PS1 marker, and our raw PS1 text.
+    let obs = sb
+        .run("printf '\\033_sbx0123456789abcdef0123456789abcdefE0\\037\\037u\\037h\\037/\\037/bin\\033\\\\' ; echo '###PS1JSON###'; echo \"$PS1\" > /dev/null; sleep 0.2; echo after")
+        .await;
+    assert_eq!(exit_code(&obs), 0);
+    assert!(content(&obs).ends_with("###PS1JSON###\nafter"), "{obs}");
+}
+
+#[tokio::test]
+async fn binary_output_and_fifty_megabytes() {
+    let sb = Sandbox::start().await;
+    let obs = sb.run("head -c 200000 /dev/urandom").await;
+    assert_eq!(exit_code(&obs), 0);
+    assert!(content(&obs).chars().count() <= 30_047);
+    let start = Instant::now();
+    let obs = sb
+        .run("yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 50000000")
+        .await;
+    let took = start.elapsed();
+    assert_eq!(exit_code(&obs), 0, "{obs}");
+    assert_eq!(content(&obs).chars().count(), 30_047);
+    let path = obs["extras"]["full_output_path"].as_str().unwrap();
+    // The output file is line based: the unterminated last line gets its newline.
+    assert_eq!(std::fs::metadata(path).unwrap().len(), 50_000_001);
+    eprintln!("50 MB of output took {took:?}");
+    assert_eq!(content(&sb.run("echo ok").await), "ok");
+}
+
+#[tokio::test]
+async fn a_program_that_ignores_sigint_is_still_controllable() {
+    let sb = Sandbox::start().await;
+    let obs = sb
+        .run_hard("python3 -c \"import signal,time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)\"", 1.0)
+        .await;
+    assert_eq!(content(&obs), "ready");
+    let obs = sb
+        .act(json!({"action": "run", "args": {"command": "C-c", "is_input": true, "blocking": true}, "timeout": 1.0}))
+        .await;
+    assert_eq!(exit_code(&obs), -1, "SIGINT is ignored: {obs}");
+    let obs = sb.input("C-\\").await;
+    assert_eq!(exit_code(&obs), 131, "{obs}");
+    assert_eq!(content(&sb.run("echo ok").await), "ok");
+}
+
+#[tokio::test]
+async fn file_actions_do_not_wait_behind_a_running_command() {
+    let sb = Sandbox::start().await;
+    std::fs::write(sb.ws.join("f.txt"), "hello\n").unwrap();
+    let slow = sb.run_hard("sleep 4", 3.0);
+    tokio::pin!(slow);
+    let others = async {
+        // Give the command a head start so that it holds the session.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let read = sb
+            .act(json!({"action": "read", "args": {"path": "f.txt"}}))
+            .await;
+        let list = sb.post_json("/list_files", &json!({})).await;
+        let dl = sb
+            .request(
+                Method::GET,
+                &format!("/download_files?path={}", sb.ws_str()),
+            )
+            .send()
+            .await
+            .unwrap();
+        (read, list, dl.status())
+    };
+    let (read, list, dl) = tokio::select! {
+        biased;
+        _ = &mut slow => panic!("the command finished before the file actions"),
+        r = others => r,
+    };
+    assert_eq!(read["observation"], json!("read"));
+    assert_eq!(list.0, 200);
+    assert_eq!(dl, 200);
+    assert_eq!(exit_code(&slow.await), -1);
+}
+
+#[tokio::test]
+async fn a_thousand_parallel_requests() {
+    let sb = std::sync::Arc::new(Sandbox::start().await);
+    std::fs::write(sb.ws.join("f.txt"), "data\n").unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..1000 {
+        let sb = sb.clone();
+        tasks.push(tokio::spawn(async move {
+            match i % 4 {
+                0 => sb.run(&format!("echo {i}")).await["content"] == json!(i.to_string()),
+                1 => {
+                    sb.act(json!({"action": "read", "args": {"path": "f.txt"}}))
+                        .await["content"]
+                        == json!("data\n")
+                }
+                2 => sb.post_json("/list_files", &json!({})).await.0 == 200,
+                _ => sb
+                    .request(Method::GET, "/alive")
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status() == 200),
+            }
+        }));
+    }
+    for task in tasks {
+        assert!(task.await.unwrap());
+    }
+    assert_eq!(content(&sb.run("echo done").await), "done");
+}

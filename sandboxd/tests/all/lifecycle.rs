@@ -1,0 +1,80 @@
+//! Start-up as root with a privilege drop, and clean shutdown.
+
+use serde_json::json;
+
+use crate::common::*;
+
+#[tokio::test]
+async fn as_root_the_shell_and_new_files_belong_to_the_given_user() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to switch users");
+        return;
+    }
+    let sb = Sandbox::with(Options {
+        user: Some("nobody"),
+        ..Options::default()
+    })
+    .await;
+    let obs = sb.run("id -un && id -u").await;
+    assert_eq!(content(&obs), "nobody\n65534");
+    assert_eq!(meta(&obs, "username"), &json!("nobody"));
+    let obs = sb
+        .run("cat /proc/self/status | grep -c '^CapEff:\\s*0*$'")
+        .await;
+    assert_eq!(content(&obs), "1", "no capabilities left");
+    let obs = sb
+        .act(json!({"action": "write", "args": {"path": "new.txt", "content": "x"}}))
+        .await;
+    assert_eq!(obs["observation"], json!("write"), "{obs}");
+    let meta = std::fs::metadata(sb.ws.join("new.txt")).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), 65534);
+    // Static shells drop privileges too.
+    let obs = sb
+        .act(json!({"action": "run", "args": {"command": "id -un", "is_static": true}, "timeout": 30}))
+        .await;
+    assert_eq!(content(&obs), "nobody");
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_daemon_and_every_shell_process() {
+    let mut sb = Sandbox::start().await;
+    let obs = sb.run("sleep 300 & echo $$").await;
+    let shell_pid: i32 = content(&obs)
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let job = meta(&obs, "pid").as_i64().unwrap();
+    sb.run_hard("sleep 300", 0.3).await;
+    let status = sb.terminate();
+    assert!(status.success(), "{status:?}");
+    eventually("the shell and its jobs to be gone", || {
+        !exists(format!("/proc/{shell_pid}")) && !exists(format!("/proc/{job}"))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_missing_user_is_a_clear_start_up_error() {
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+        .args([
+            "0",
+            "--working-dir",
+            "/tmp",
+            "--username",
+            "no-such-user-here",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"no-such-user-here\" (uid 1000) does not exist"),
+        "{err}"
+    );
+}

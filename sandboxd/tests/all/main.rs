@@ -1,0 +1,13 @@
+//! Integration tests: each starts the real `sandboxd` binary on an ephemeral port and talks to
+//! it over HTTP. One test binary keeps link times down.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+mod common;
+
+mod bash;
+mod client;
+mod fixtures;
+mod hostile;
+mod http;
+mod lifecycle;
+mod transfer;
