@@ -251,22 +251,42 @@ const TIMEOUT_HELP: &str = "You may wait longer to see additional output by send
 impl Actor {
     async fn run(mut self, mut requests: mpsc::Receiver<Request>) {
         loop {
+            // Requests first: a background job that prints without pause must not starve them.
             let request = match &mut self.shell {
                 Some(shell) => tokio::select! {
                     biased;
+                    request = requests.recv() => request,
                     event = shell.events.recv() => {
                         self.on_event(event);
                         continue;
                     }
-                    request = requests.recv() => request,
                 },
                 None => requests.recv().await,
             };
             let Some(request) = request else { break };
+            self.drain_ready_events();
             let obs = self.handle(request.args, request.timeout).await;
             let _ = request.reply.send(obs);
         }
         // Dropping the shell kills its session.
+    }
+
+    /// Takes in every event already queued, so a request sees the shell's latest state (a
+    /// command that finished while nobody was asking is known to be finished).
+    fn drain_ready_events(&mut self) {
+        loop {
+            let Some(shell) = &mut self.shell else { return };
+            match shell.events.try_recv() {
+                Ok(event) => {
+                    self.on_event(Some(event));
+                }
+                Err(mpsc::error::TryRecvError::Empty) => return,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    self.on_event(None);
+                    return;
+                }
+            }
+        }
     }
 
     fn on_event(&mut self, event: Option<PtyEvent>) -> bool {
@@ -458,6 +478,13 @@ impl Actor {
         loop {
             if self.current.as_ref().is_none_or(|c| c.done.is_some()) {
                 return Outcome::Completed;
+            }
+            // Checked here as well as by the timers below: output that never pauses keeps the
+            // event branch ready, and the hard timeout must still end the wait.
+            if let Some(deadline) = hard
+                && Instant::now() >= deadline
+            {
+                return Outcome::HardTimeout(timeout.unwrap_or_default());
             }
             let Some(shell) = &mut self.shell else {
                 return Outcome::Completed;

@@ -117,3 +117,29 @@ async fn a_thousand_parallel_requests() {
     }
     assert_eq!(content(&sb.run("echo done").await), "done");
 }
+
+/// Regression: output that never pauses kept the event branch of the wait loop ready, so the
+/// hard timeout was never checked and `yes` ran past its timeout forever.
+#[tokio::test]
+async fn endless_output_still_hits_the_hard_timeout() {
+    let sb = Sandbox::start().await;
+    let start = Instant::now();
+    let obs = sb.run_hard("yes", 1.0).await;
+    assert_eq!(exit_code(&obs), -1);
+    // A 1 s timeout; generous slack for a loaded machine (the bug took 17 s here).
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(content(&obs).starts_with('y'));
+    // Requests are served while it floods: file actions, and the key that stops it.
+    std::fs::write(sb.ws.join("f.txt"), "x\n").unwrap();
+    let read = sb
+        .act(json!({"action": "read", "args": {"path": "f.txt"}}))
+        .await;
+    assert_eq!(read["content"], json!("x\n"));
+    let obs = sb.input("C-c").await;
+    assert_eq!(exit_code(&obs), 130, "{}", obs["extras"]);
+    assert_eq!(content(&sb.run("echo calm").await), "calm");
+}
