@@ -12,7 +12,7 @@ use clap::Parser;
 /// (`PORT --working-dir DIR [--plugins ...] [--username U] [--user-id N] [--no-enable-browser]`),
 /// so it can replace `openhands.runtime.action_execution_server` unchanged.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "sandboxd", version, about, long_about = None)]
+#[command(name = "sandboxd", version, about, long_about = None, args_override_self = true)]
 pub struct Cli {
     /// TCP port to listen on; 0 picks a free port (printed on stdout).
     pub port: u16,

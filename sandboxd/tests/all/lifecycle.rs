@@ -78,3 +78,33 @@ async fn a_missing_user_is_a_clear_start_up_error() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn accepts_the_reference_start_command_line() {
+    // What DockerRuntime and RemoteRuntime put after `-m openhands.runtime.action_execution_server`.
+    let user = if nix::unistd::geteuid().is_root() {
+        "root"
+    } else {
+        "openhands"
+    };
+    let sb = Sandbox::with(Options {
+        extra_args: vec![
+            "--plugins".into(),
+            "agent_skills".into(),
+            "jupyter".into(),
+            "--username".into(),
+            user.into(),
+            "--user-id".into(),
+            "0".into(),
+            "--browsergym-eval-env".into(),
+            "x".into(),
+        ],
+        browser: true,
+        ..Options::default()
+    })
+    .await;
+    assert_eq!(content(&sb.run("echo up").await), "up");
+    // With the browser flag on (the reference's default), `.downloads` exists as the
+    // OpenHands test-suite expects.
+    assert!(sb.ws.join(".downloads").is_dir());
+}
