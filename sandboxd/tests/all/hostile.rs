@@ -75,6 +75,24 @@ async fn file_actions_do_not_wait_behind_a_running_command() {
             .send()
             .await
             .unwrap();
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(b"up".to_vec()).file_name("u.txt"),
+        );
+        let up = sb
+            .request(
+                Method::POST,
+                &format!("/upload_file?destination={}&recursive=false", sb.ws_str()),
+            )
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(up.status(), 200);
+        let write = sb
+            .act(json!({"action": "write", "args": {"path": "w.txt", "content": "w"}}))
+            .await;
+        assert_eq!(write["observation"], json!("write"));
         (read, list, dl.status())
     };
     let (read, list, dl) = tokio::select! {
