@@ -113,6 +113,10 @@ impl Pty {
             .custom_flags(nix::libc::O_NOCTTY)
             .open(&tty_path)?;
         set_mode(&slave, Mode::Prompt)?;
+        if let Some(user) = spec.run_as {
+            // Programs that reopen their terminal by name (`tty`, prompts) need to own it.
+            std::os::unix::fs::chown(&tty_path, Some(user.uid), Some(user.gid))?;
+        }
         let mut child = pair
             .slave
             .spawn_command(cmd)

@@ -18,6 +18,9 @@ async fn as_root_the_shell_and_new_files_belong_to_the_given_user() {
     let obs = sb.run("id -un && id -u").await;
     assert_eq!(content(&obs), "nobody\n65534");
     assert_eq!(meta(&obs, "username"), &json!("nobody"));
+    // The terminal belongs to the shell's user, so it can be reopened by name.
+    let obs = sb.run("echo hi > $(tty) && echo reopened").await;
+    assert!(content(&obs).ends_with("reopened"), "{obs}");
     let obs = sb
         .run("cat /proc/self/status | grep -c '^CapEff:\\s*0*$'")
         .await;
