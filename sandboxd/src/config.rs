@@ -25,6 +25,11 @@ pub struct Cli {
     #[arg(long, num_args = 0.., value_name = "PLUGIN")]
     pub plugins: Vec<String>,
 
+    /// Python interpreter for the IPython kernel; it must be able to import ipykernel
+    /// (default: `python3` on PATH).
+    #[arg(long, env = "SANDBOXD_PYTHON", value_name = "PATH")]
+    pub python: Option<PathBuf>,
+
     /// User to run the shell as when sandboxd runs as root.
     #[arg(long, env = "RUNTIME_USERNAME", default_value = "openhands")]
     pub username: String,

@@ -3,7 +3,7 @@
 //!
 //! Locking is per resource (SPEC §11): `run` actions queue on the bash session only, file
 //! actions run on blocking threads and never wait behind a command, `is_static` commands get a
-//! shell of their own.
+//! shell of their own, and `run_ipython` cells queue on the kernel actor only.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use protocol::{Action, ActionType, Observation};
 
 use crate::bash::{BashSession, SessionError, ShellConfig};
 use crate::files::{self, Editor, FileContext};
+use crate::ipython::{IPython, IPythonConfig};
 use crate::observations;
 use crate::user::RunAs;
 
@@ -31,6 +32,11 @@ pub struct ExecutorConfig {
     pub no_change_timeout: Duration,
     /// Where full command outputs are kept.
     pub output_dir: PathBuf,
+    /// `--plugins`: `jupyter` starts the kernel at once (else on first use), `agent_skills`
+    /// loads OpenHands' skills into it.
+    pub plugins: Vec<String>,
+    /// `--python`: the interpreter that runs the IPython kernel (default `python3` on `PATH`).
+    pub python: Option<PathBuf>,
 }
 
 /// Errors starting the executor.
@@ -63,6 +69,7 @@ pub struct Executor {
     bash: BashSession,
     editor: Arc<Editor>,
     owner: Option<(u32, u32)>,
+    ipython: IPython,
 }
 
 impl Executor {
@@ -74,6 +81,25 @@ impl Executor {
         if let Some((uid, gid)) = owner {
             // The agent must be able to read its own command outputs.
             let _ = std::os::unix::fs::chown(&config.output_dir, Some(uid), Some(gid));
+        }
+        let has_plugin = |name: &str| config.plugins.iter().any(|p| p == name);
+        // A bare name is looked up on PATH; a relative path is taken from sandboxd's directory,
+        // not from the kernel's.
+        let python = match &config.python {
+            Some(p) if p.is_relative() && p.components().count() > 1 => {
+                std::path::absolute(p).unwrap_or_else(|_| p.clone())
+            }
+            Some(p) => p.clone(),
+            None => PathBuf::from("python3"),
+        };
+        let ipython = IPython::spawn(IPythonConfig {
+            python: python.to_string_lossy().into_owned(),
+            run_as: config.run_as.clone(),
+            agent_skills: has_plugin("agent_skills"),
+        });
+        if has_plugin("jupyter") {
+            // In the background: `/alive` does not wait for it; a first cell does.
+            ipython.boot(config.working_dir.clone());
         }
         let shells = Arc::new(ShellConfig {
             run_as: config.run_as,
@@ -89,6 +115,7 @@ impl Executor {
             bash,
             editor: Arc::new(Editor::new()),
             owner,
+            ipython,
         })
     }
 
@@ -112,47 +139,20 @@ impl Executor {
     pub async fn execute(&self, action: Action) -> Observation {
         let mut obs = match action.kind {
             ActionKind::Run(args) => self.run(args, action.timeout).await,
-            ActionKind::RunIpython(_) => {
-                observations::error("JupyterRequirement not found. Unable to run IPython action.")
+            ActionKind::RunIpython(args) => {
+                self.ipython.run(args, action.timeout, self.cwd()).await
             }
             ActionKind::Read(args) => {
-                let (cwd, editor, owner) = (self.cwd(), self.editor.clone(), self.owner);
-                let initial = self.working_dir.clone();
-                blocking(move || {
-                    let ctx = FileContext {
-                        cwd: &cwd,
-                        initial_dir: &initial,
-                        owner,
-                    };
-                    files::read(&args, &ctx, &editor)
-                })
-                .await
+                self.with_files(move |ctx, editor| files::read(&args, ctx, editor))
+                    .await
             }
             ActionKind::Write(args) => {
-                let (cwd, owner) = (self.cwd(), self.owner);
-                let initial = self.working_dir.clone();
-                blocking(move || {
-                    let ctx = FileContext {
-                        cwd: &cwd,
-                        initial_dir: &initial,
-                        owner,
-                    };
-                    files::write(&args, &ctx)
-                })
-                .await
+                self.with_files(move |ctx, _| files::write(&args, ctx))
+                    .await
             }
             ActionKind::Edit(args) => {
-                let (cwd, editor, owner) = (self.cwd(), self.editor.clone(), self.owner);
-                let initial = self.working_dir.clone();
-                blocking(move || {
-                    let ctx = FileContext {
-                        cwd: &cwd,
-                        initial_dir: &initial,
-                        owner,
-                    };
-                    editor.edit(&args, &ctx)
-                })
-                .await
+                self.with_files(move |ctx, editor| editor.edit(&args, ctx))
+                    .await
             }
             ActionKind::Browse(_) | ActionKind::BrowseInteractive(_) => {
                 observations::error("Browser functionality is not supported or disabled.")
@@ -165,6 +165,25 @@ impl Executor {
         obs.cause = action.id.filter(|id| *id >= 0);
         obs.tool_call_metadata = action.tool_call_metadata;
         obs
+    }
+
+    /// Runs a file action on a blocking thread, resolving paths against the shell's current
+    /// directory at the moment the action arrived.
+    async fn with_files<F>(&self, op: F) -> Observation
+    where
+        F: FnOnce(&FileContext<'_>, &Editor) -> Observation + Send + 'static,
+    {
+        let (cwd, initial, owner) = (self.cwd(), self.working_dir.clone(), self.owner);
+        let editor = self.editor.clone();
+        blocking(move || {
+            let ctx = FileContext {
+                cwd: &cwd,
+                initial_dir: &initial,
+                owner,
+            };
+            op(&ctx, &editor)
+        })
+        .await
     }
 
     async fn run(&self, args: CmdRunArgs, timeout: Option<f64>) -> Observation {

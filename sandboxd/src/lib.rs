@@ -2,13 +2,15 @@
 //!
 //! Data path: [`server`] decodes an HTTP request into a `protocol::Action` and hands it to the
 //! [`executor::Executor`], the single owner of the sandbox's state, which dispatches it to
-//! [`bash`] (the persistent PTY shell), [`files`] (read/write and the `oh_aci` editor) or
-//! answers it directly; [`transfer`] serves uploads, downloads and listings.
+//! [`bash`] (the persistent PTY shell), [`ipython`] (the IPython kernel), [`files`]
+//! (read/write and the `oh_aci` editor) or answers it directly; [`transfer`] serves uploads,
+//! downloads and listings.
 
 pub mod bash;
 pub mod config;
 pub mod executor;
 pub mod files;
+pub mod ipython;
 pub mod observations;
 pub mod server;
 pub mod sysinfo;
@@ -106,6 +108,8 @@ pub async fn serve(
         login_shell: !cli.no_login_shell,
         no_change_timeout: Duration::from_secs(cli.no_change_timeout),
         output_dir,
+        plugins: cli.plugins.clone(),
+        python: cli.python.clone(),
     })
     .await?;
     let limits = server::Limits {

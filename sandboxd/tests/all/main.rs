@@ -9,5 +9,6 @@ mod client;
 mod fixtures;
 mod hostile;
 mod http;
+mod ipython;
 mod lifecycle;
 mod transfer;

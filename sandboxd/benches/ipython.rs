@@ -1,0 +1,199 @@
+//! IPython benchmark of sandboxd, printed as one table measured in one run: p50/p99 of a `pass`
+//! cell over HTTP after warm-up, the kernel's cold start (first cell on a fresh daemon, which
+//! starts the kernel), and start-to-`/alive` and start-to-first-cell with `--plugins jupyter`
+//! (kernel started in the background). Run with `cargo bench -p sandboxd --bench ipython`;
+//! `SANDBOXD_PYTHON` picks the interpreter (default `/usr/bin/python3`, which needs ipykernel).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "benchmark binary"
+)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sandboxd");
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[idx]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "ok" } else { "MISSED" }
+}
+
+struct Daemon {
+    child: std::process::Child,
+    url: String,
+    http: reqwest::Client,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.child.wait();
+    }
+}
+
+impl Daemon {
+    /// Starts sandboxd and returns it with the time from spawn to the first 200 from `/alive`.
+    async fn start(ws: &std::path::Path, python: &str, extra: &[&str]) -> (Daemon, Duration) {
+        let http = reqwest::Client::new();
+        let port = free_port();
+        let t0 = Instant::now();
+        let child = Command::new(BIN)
+            .arg(port.to_string())
+            .arg("--working-dir")
+            .arg(ws)
+            .args([
+                "--username",
+                "root",
+                "--no-enable-browser",
+                "--no-login-shell",
+                "--python",
+                python,
+            ])
+            .args(extra)
+            .env_remove("SESSION_API_KEY")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        loop {
+            if let Ok(resp) = http.get(format!("{url}/alive")).send().await
+                && resp.status().is_success()
+            {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "sandboxd did not start"
+            );
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        (Daemon { child, url, http }, t0.elapsed())
+    }
+
+    async fn cell(&self, code: &str) -> Value {
+        let body =
+            json!({"action": {"action": "run_ipython", "args": {"code": code}, "timeout": 120}});
+        let resp = self
+            .http
+            .post(format!("{}/execute_action", self.url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success());
+        let obs: Value = resp.json().await.unwrap();
+        assert_eq!(obs["observation"], json!("run_ipython"), "{obs}");
+        obs
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let python = std::env::var("SANDBOXD_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into());
+    let ws = tempfile::tempdir().unwrap();
+    const STARTS: usize = 5;
+
+    // Cold start: the first cell of a fresh daemon starts the kernel.
+    let mut cold = Vec::new();
+    for _ in 0..STARTS {
+        let (daemon, _) = Daemon::start(ws.path(), &python, &[]).await;
+        let t = Instant::now();
+        daemon.cell("pass").await;
+        cold.push(t.elapsed());
+    }
+
+    // With `--plugins jupyter` the kernel starts in the background: `/alive` stays fast, and
+    // a first cell waits for the kernel only as long as it is still booting.
+    let mut alive = Vec::new();
+    let mut first = Vec::new();
+    for _ in 0..STARTS {
+        let t = Instant::now();
+        let (daemon, to_alive) = Daemon::start(ws.path(), &python, &["--plugins", "jupyter"]).await;
+        alive.push(to_alive);
+        daemon.cell("pass").await;
+        first.push(t.elapsed());
+    }
+
+    // Warm round trips.
+    let (daemon, _) = Daemon::start(ws.path(), &python, &[]).await;
+    for _ in 0..50 {
+        daemon.cell("pass").await;
+    }
+    const N: usize = 500;
+    let mut pass = Vec::with_capacity(N);
+    for _ in 0..N {
+        let t = Instant::now();
+        daemon.cell("pass").await;
+        pass.push(t.elapsed());
+    }
+    let mut print = Vec::with_capacity(N);
+    for _ in 0..N {
+        let t = Instant::now();
+        daemon.cell("print(1)").await;
+        print.push(t.elapsed());
+    }
+
+    let (p50, p99) = (percentile(&mut pass, 0.5), percentile(&mut pass, 0.99));
+    let (q50, q99) = (percentile(&mut print, 0.5), percentile(&mut print, 0.99));
+    let c50 = percentile(&mut cold, 0.5);
+    let a50 = percentile(&mut alive, 0.5);
+    let f50 = percentile(&mut first, 0.5);
+    println!(
+        "sandboxd IPython, {N} samples per series, one run ({} cores, {python})",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("{:<40} {:>9} {:>9}", "", "p50 ms", "p99 ms");
+    println!(
+        "{:<40} {:>9.3} {:>9.3}   reference ≈ 47 ms   target p50 <= 5 ms: {}",
+        "`pass` cell over HTTP (warm)",
+        ms(p50),
+        ms(p99),
+        verdict(ms(p50) <= 5.0)
+    );
+    println!(
+        "{:<40} {:>9.3} {:>9.3}",
+        "`print(1)` cell over HTTP (warm)",
+        ms(q50),
+        ms(q99)
+    );
+    println!(
+        "{:<40} {:>9.1}             ({STARTS} starts)",
+        "kernel cold start (first cell)",
+        ms(c50)
+    );
+    println!(
+        "{:<40} {:>9.1}             ({STARTS} starts)   target <= 50 ms: {}",
+        "--plugins jupyter: start to /alive",
+        ms(a50),
+        verdict(ms(a50) <= 50.0)
+    );
+    println!(
+        "{:<40} {:>9.1}             ({STARTS} starts)   reference ≈ 9 s",
+        "--plugins jupyter: start to first cell",
+        ms(f50)
+    );
+}

@@ -1,0 +1,670 @@
+//! One IPython kernel process and sandboxd's client end of its Jupyter connection: start-up
+//! (private connection file, `PYTHON -m ipykernel_launcher` in its own process group as the
+//! sandbox user, port polling, `kernel_info` handshake), one request at a time, SIGINT
+//! interrupts, and killing and reaping the whole process group.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jupyter_protocol::{ConnectionInfo, ExecuteRequest, JupyterMessage, KernelInfoRequest};
+use jupyter_zmq_client::{
+    Connection, create_client_iopub_connection, create_client_shell_connection_with_identity,
+    peer_identity_for_session,
+};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::KernelError;
+use super::cell::CellOutput;
+use super::wire::{self, Incoming};
+use crate::user::{RunAs, wrap_command};
+
+/// How long to wait for the other half of a finished request (`execute_reply` on the shell
+/// socket, `status: idle` on IOPub) once one of them arrived.
+const COMPLETION_GRACE: Duration = Duration::from_secs(2);
+/// Interval between port probes and `kernel_info` requests while the kernel boots.
+const PORT_POLL: Duration = Duration::from_millis(5);
+const KERNEL_INFO_RETRY: Duration = Duration::from_millis(100);
+/// Bound on a send to the kernel's shell socket (it queues; this only guards a wedged socket).
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// Stderr kept for start-up error messages.
+const STDERR_TAIL: usize = 4096;
+
+/// How to start a kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSpec<'a> {
+    /// The Python interpreter (a path, or a name looked up on `PATH`).
+    pub python: &'a str,
+    /// Switch to this user first.
+    pub run_as: Option<&'a RunAs>,
+    /// Initial working directory.
+    pub cwd: &'a Path,
+}
+
+/// How a request ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// The kernel finished it (`execute_reply` and `status: idle` arrived).
+    Done,
+    /// The deadline passed first; the request may still be running.
+    TimedOut,
+    /// The kernel process exited (or its connection broke); the text says how.
+    Died(String),
+    /// The request never reached the kernel: it was gone already.
+    NotSent(String),
+}
+
+/// A running kernel. Dropping it SIGKILLs its process group; a waiter task reaps it.
+pub struct Kernel {
+    group: Group,
+    shell: Connection<zeromq::DealerSendHalf>,
+    shell_rx: mpsc::Receiver<Incoming>,
+    iopub_rx: mpsc::Receiver<Incoming>,
+    readers: Vec<JoinHandle<()>>,
+    /// Holds the connection file; removed with the kernel.
+    _dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("pid", &self.group.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The kernel's process group, SIGKILLed on drop unless the kernel has already exited (the
+/// waiter task then swept the group itself).
+#[derive(Debug)]
+struct Group {
+    pid: i32,
+    exit: watch::Receiver<Option<String>>,
+}
+
+impl Group {
+    fn kill(&self) {
+        if self.exit.borrow().is_none() {
+            let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Kernel {
+    /// Starts a kernel and waits until it answers on both the shell and the IOPub sockets,
+    /// at most until `deadline`.
+    pub async fn start(spec: &KernelSpec<'_>, deadline: Instant) -> Result<Kernel, KernelError> {
+        let dir = private_dir(spec.run_as)?;
+        let key = random_hex(32)?;
+        let session_id = random_hex(16)?;
+        // Hold the ports until just before the kernel binds them.
+        let listeners: Vec<std::net::TcpListener> = (0..5)
+            .map(|_| std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+            .collect::<Result<_, _>>()
+            .map_err(|e| KernelError::Setup(format!("cannot reserve ports: {e}")))?;
+        let ports: Vec<u16> = listeners
+            .iter()
+            .map(|l| l.local_addr().map(|a| a.port()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| KernelError::Setup(format!("cannot reserve ports: {e}")))?;
+        let info = ConnectionInfo {
+            ip: Ipv4Addr::LOCALHOST.to_string(),
+            transport: jupyter_protocol::Transport::TCP,
+            shell_port: ports[0],
+            iopub_port: ports[1],
+            stdin_port: ports[2],
+            control_port: ports[3],
+            hb_port: ports[4],
+            key,
+            signature_scheme: "hmac-sha256".to_owned(),
+            kernel_name: None,
+        };
+        let file = dir.path().join("kernel.json");
+        let json = serde_json::to_vec(&info)
+            .map_err(|e| KernelError::Setup(format!("connection file: {e}")))?;
+        write_private(&file, &json, spec.run_as)
+            .map_err(|e| KernelError::Setup(format!("cannot write {}: {e}", file.display())))?;
+
+        let file_arg = file.to_string_lossy().into_owned();
+        let args = [
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            file_arg.as_str(),
+            // No history database: cells are not stored (`store_history: false`), and parallel
+            // kernels would contend for its lock.
+            "--HistoryManager.enabled=False",
+        ];
+        let argv: Vec<OsString> = match spec.run_as {
+            Some(user) => wrap_command(user, spec.python, &args),
+            None => std::iter::once(OsString::from(spec.python))
+                .chain(args.iter().map(OsString::from))
+                .collect(),
+        };
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .current_dir(spec.cwd)
+            // ipykernel exits when it is re-parented (sandboxd died without killing it).
+            .env("JPY_PARENT_PID", std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(user) = spec.run_as {
+            cmd.env("HOME", &user.home)
+                .env("USER", &user.name)
+                .env("LOGNAME", &user.name);
+        }
+        drop(listeners);
+        let mut child = cmd.spawn().map_err(|e| KernelError::NoPython {
+            python: spec.python.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let pid = child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .ok_or_else(|| KernelError::Setup("the kernel has no pid".into()))?;
+        tracing::debug!(pid, python = spec.python, "kernel process started");
+
+        let stderr_tail = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let stderr_done = child
+            .stderr
+            .take()
+            .map(|stderr| spawn_stderr_reader(stderr, pid, stderr_tail.clone()));
+        let (exit_tx, exit) = watch::channel(None);
+        tokio::spawn(async move {
+            let text = match child.wait().await {
+                Ok(status) => describe_exit(status),
+                Err(e) => format!("lost track of it: {e}"),
+            };
+            // Whatever the kernel left behind in its group goes with it.
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            tracing::debug!(pid, status = %text, "kernel process exited");
+            let _ = exit_tx.send(Some(text));
+        });
+        let mut group = Group { pid, exit };
+        let failure = Failure {
+            python: spec.python,
+            stderr_done,
+            stderr_tail: &stderr_tail,
+        };
+
+        let (shell, shell_rx, iopub_rx, readers) =
+            match connect(&info, &session_id, &mut group, deadline).await {
+                Ok(connected) => connected,
+                Err(e) => return Err(failure.explain(e, &mut group).await),
+            };
+        let mut kernel = Kernel {
+            group,
+            shell,
+            shell_rx,
+            iopub_rx,
+            readers,
+            _dir: dir,
+        };
+        if let Err(e) = kernel.handshake(deadline).await {
+            return Err(failure.explain(e, &mut kernel.group).await);
+        }
+        Ok(kernel)
+    }
+
+    /// The kernel's process id (also its process group).
+    pub fn pid(&self) -> i32 {
+        self.group.pid
+    }
+
+    /// Repeats `kernel_info` until its `status` shows up on IOPub: the subscription is live
+    /// from then on, so no output of the first cell can be lost.
+    async fn handshake(&mut self, deadline: Instant) -> Result<(), KernelError> {
+        let mut sent = Vec::new();
+        loop {
+            let request: JupyterMessage = KernelInfoRequest {}.into();
+            sent.push(request.header.msg_id.clone());
+            self.send(request).await?;
+            let retry = (Instant::now() + KERNEL_INFO_RETRY).min(deadline);
+            loop {
+                tokio::select! {
+                    msg = self.iopub_rx.recv() => match msg {
+                        Some(msg) if sent.iter().any(|id| msg.is_child_of(id)) => return Ok(()),
+                        Some(_) => {}
+                        None => return Err(KernelError::Lost("IOPub socket closed".into())),
+                    },
+                    msg = self.shell_rx.recv() => if msg.is_none() {
+                        return Err(KernelError::Lost("shell socket closed".into()));
+                    },
+                    status = wait_exit(&mut self.group.exit) => return Err(KernelError::Exited {
+                        status,
+                        stderr: String::new(),
+                    }),
+                    () = tokio::time::sleep_until(retry) => break,
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(KernelError::StartTimeout);
+            }
+        }
+    }
+
+    /// Sends an `execute_request` and returns its `msg_id`.
+    pub async fn execute(
+        &mut self,
+        code: &str,
+        silent: bool,
+        user_expressions: Option<HashMap<String, String>>,
+    ) -> Result<String, KernelError> {
+        let request: JupyterMessage = ExecuteRequest {
+            code: code.to_owned(),
+            silent,
+            store_history: false,
+            user_expressions,
+            allow_stdin: false,
+            // An error must not make ipykernel abort the requests that follow (our next cell).
+            stop_on_error: false,
+        }
+        .into();
+        let id = request.header.msg_id.clone();
+        self.send(request).await?;
+        Ok(id)
+    }
+
+    async fn send(&mut self, message: JupyterMessage) -> Result<(), KernelError> {
+        tokio::select! {
+            result = self.shell.send(message) => Ok(result?),
+            status = wait_exit(&mut self.group.exit) => {
+                Err(KernelError::Lost(format!("the kernel exited ({status})")))
+            }
+            () = tokio::time::sleep(SEND_TIMEOUT) => {
+                Err(KernelError::Lost("sending to its shell socket stalled".into()))
+            }
+        }
+    }
+
+    /// Sends an `execute_request` and waits for it as [`Kernel::wait`] does; returns its
+    /// `msg_id` (empty when it could not be sent, which counts as the kernel dying).
+    pub async fn request(
+        &mut self,
+        code: &str,
+        silent: bool,
+        user_expressions: Option<HashMap<String, String>>,
+        deadline: Option<Instant>,
+        out: &mut CellOutput,
+    ) -> (String, Finish) {
+        match self.execute(code, silent, user_expressions).await {
+            Ok(id) => {
+                let finish = self.wait(&id, deadline, out).await;
+                (id, finish)
+            }
+            Err(e) => (String::new(), Finish::NotSent(e.to_string())),
+        }
+    }
+
+    /// How the kernel process exited, if it has.
+    pub fn exit_status(&self) -> Option<String> {
+        self.group.exit.borrow().clone()
+    }
+
+    /// Collects the outputs of request `id` into `out` until it finishes, the kernel dies or
+    /// `deadline` passes. Messages of other requests are dropped.
+    pub async fn wait(
+        &mut self,
+        id: &str,
+        deadline: Option<Instant>,
+        out: &mut CellOutput,
+    ) -> Finish {
+        let mut idle = false;
+        let mut grace: Option<Instant> = None;
+        loop {
+            if idle && out.reply.is_some() {
+                return Finish::Done;
+            }
+            let now = Instant::now();
+            if grace.is_none() && (idle || out.reply.is_some()) {
+                grace = Some(now + COMPLETION_GRACE);
+            }
+            // Checked here too: under a flood of output the message branches are always ready
+            // and the timer branches below would never be polled.
+            if deadline.is_some_and(|d| now >= d) {
+                return Finish::TimedOut;
+            }
+            if grace.is_some_and(|g| now >= g) {
+                tracing::warn!(
+                    idle,
+                    "kernel request ended without both its reply and idle status"
+                );
+                return Finish::Done;
+            }
+            tokio::select! {
+                biased;
+                msg = self.iopub_rx.recv() => match msg {
+                    Some(msg) if msg.is_child_of(id) => {
+                        if msg.is_idle() {
+                            idle = true;
+                        } else {
+                            out.absorb(&msg.msg_type, &msg.content);
+                        }
+                    }
+                    Some(_) => {}
+                    None => return self.broken("IOPub").await,
+                },
+                msg = self.shell_rx.recv() => match msg {
+                    Some(msg) if msg.is_child_of(id) && msg.msg_type == "execute_reply" => {
+                        out.reply = Some(msg.content);
+                    }
+                    Some(_) => {}
+                    None => return self.broken("shell").await,
+                },
+                status = wait_exit(&mut self.group.exit) => return Finish::Died(status),
+                () = sleep_until(deadline) => return Finish::TimedOut,
+                () = sleep_until(grace) => {
+                    tracing::warn!(idle, replied = out.reply.is_some(), "kernel request ended without both its reply and idle status");
+                    return Finish::Done;
+                }
+            }
+        }
+    }
+
+    /// A socket closed: the kernel normally exited (the socket noticed first); else the
+    /// connection itself broke.
+    async fn broken(&mut self, socket: &str) -> Finish {
+        match tokio::time::timeout(Duration::from_secs(1), wait_exit(&mut self.group.exit)).await {
+            Ok(status) => Finish::Died(status),
+            Err(_) => Finish::Died(format!("its {socket} connection broke")),
+        }
+    }
+
+    /// Whether the process runs and both sockets are open, as far as sandboxd has noticed.
+    pub fn is_alive(&self) -> bool {
+        self.exit_status().is_none() && !self.shell_rx.is_closed() && !self.iopub_rx.is_closed()
+    }
+
+    /// Interrupts the running cell: SIGINT to the kernel's process group, as `jupyter_client`
+    /// does. An idle ipykernel ignores SIGINT, so a late interrupt does no harm.
+    pub fn interrupt(&self) {
+        if let Err(e) = killpg(Pid::from_raw(self.group.pid), Signal::SIGINT) {
+            tracing::warn!(pid = self.group.pid, error = %e, "cannot interrupt the kernel");
+        }
+    }
+
+    /// Resolves when the kernel process has exited, with a description of how.
+    pub async fn exited(&mut self) -> String {
+        wait_exit(&mut self.group.exit).await
+    }
+
+    /// Kills the kernel's process group and waits (bounded) until it has been reaped.
+    pub async fn kill(mut self) {
+        self.group.kill();
+        if tokio::time::timeout(Duration::from_secs(5), wait_exit(&mut self.group.exit))
+            .await
+            .is_err()
+        {
+            tracing::warn!(pid = self.group.pid, "killed kernel not reaped within 5 s");
+        }
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        // The group goes with `self.group`; the readers own the sockets.
+        for reader in &self.readers {
+            reader.abort();
+        }
+    }
+}
+
+type Connected = (
+    Connection<zeromq::DealerSendHalf>,
+    mpsc::Receiver<Incoming>,
+    mpsc::Receiver<Incoming>,
+    Vec<JoinHandle<()>>,
+);
+
+/// Polls until the kernel's shell and IOPub ports accept connections (the pure-Rust ZeroMQ
+/// client backs off for long on refused connections), then connects to them.
+async fn connect(
+    info: &ConnectionInfo,
+    session_id: &str,
+    group: &mut Group,
+    deadline: Instant,
+) -> Result<Connected, KernelError> {
+    for port in [info.shell_port, info.iopub_port] {
+        loop {
+            if let Some(status) = group.exit.borrow().clone() {
+                return Err(KernelError::Exited {
+                    status,
+                    stderr: String::new(),
+                });
+            }
+            if tokio::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port))
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(KernelError::StartTimeout);
+            }
+            tokio::time::sleep(PORT_POLL).await;
+        }
+    }
+    let connect = async {
+        let iopub = create_client_iopub_connection(info, "", session_id).await?;
+        let identity = peer_identity_for_session(session_id)?;
+        let shell =
+            create_client_shell_connection_with_identity(info, session_id, identity).await?;
+        Ok::<_, jupyter_zmq_client::RuntimeError>((iopub, shell))
+    };
+    let (iopub, shell) = tokio::time::timeout_at(deadline, connect)
+        .await
+        .map_err(|_| KernelError::StartTimeout)??;
+    let (shell_send, shell_recv) = shell.split();
+    let (shell_tx, shell_rx) = mpsc::channel(wire::QUEUE);
+    let (iopub_tx, iopub_rx) = mpsc::channel(wire::QUEUE);
+    let readers = vec![
+        wire::spawn_reader(shell_recv, "shell", shell_tx),
+        wire::spawn_reader(iopub, "iopub", iopub_tx),
+    ];
+    Ok((shell_send, shell_rx, iopub_rx, readers))
+}
+
+/// What explains a failed start: the interpreter asked for and the kernel's stderr.
+struct Failure<'a> {
+    python: &'a str,
+    stderr_done: Option<JoinHandle<()>>,
+    stderr_tail: &'a Mutex<Vec<u8>>,
+}
+
+impl Failure<'_> {
+    /// Kills the kernel's group and turns `error` into the error to report, using what the
+    /// kernel printed on stderr.
+    async fn explain(self, error: KernelError, group: &mut Group) -> KernelError {
+        group.kill();
+        let status = tokio::time::timeout(Duration::from_secs(5), wait_exit(&mut group.exit))
+            .await
+            .unwrap_or_default();
+        if let Some(done) = self.stderr_done {
+            // Grandchildren may hold the pipe open; the kernel's own output is there by now.
+            let _ = tokio::time::timeout(Duration::from_secs(1), done).await;
+        }
+        let stderr = self
+            .stderr_tail
+            .lock()
+            .map(|t| String::from_utf8_lossy(&t).trim().to_owned())
+            .unwrap_or_default();
+        let python = self.python.to_owned();
+        match error {
+            KernelError::Exited { .. } if stderr.contains("No module named") => {
+                KernelError::NotInstalled { python }
+            }
+            KernelError::Exited { .. } => {
+                match stderr
+                    .lines()
+                    .find_map(|l| l.strip_prefix("sandboxd: exec "))
+                {
+                    // The privilege-dropping wrapper could not exec the interpreter.
+                    Some(reason) => KernelError::NoPython {
+                        python,
+                        reason: reason.to_owned(),
+                    },
+                    None => KernelError::Exited { status, stderr },
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+async fn wait_exit(exit: &mut watch::Receiver<Option<String>>) -> String {
+    let status = exit
+        .wait_for(Option::is_some)
+        .await
+        .map(|status| status.clone().unwrap_or_default());
+    match status {
+        Ok(status) => status,
+        // The waiter is gone (runtime shutting down): nothing will ever be reported.
+        Err(_) => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => match Signal::try_from(signal) {
+            Ok(Signal::SIGKILL) => "killed by SIGKILL, possibly out of memory".to_owned(),
+            Ok(s) => format!("killed by {s}"),
+            Err(_) => format!("killed by signal {signal}"),
+        },
+        (None, None) => "stopped".to_owned(),
+    }
+}
+
+/// Logs the kernel's stderr (ipykernel's own messages) and keeps its last bytes.
+fn spawn_stderr_reader(
+    mut stderr: tokio::process::ChildStderr,
+    pid: i32,
+    tail: Arc<Mutex<Vec<u8>>>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        loop {
+            match stderr.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    let chunk = &buf[..n];
+                    tracing::debug!(
+                        pid,
+                        "kernel stderr: {}",
+                        String::from_utf8_lossy(chunk).trim_end()
+                    );
+                    if let Ok(mut t) = tail.lock() {
+                        t.extend_from_slice(chunk);
+                        let excess = t.len().saturating_sub(STDERR_TAIL);
+                        t.drain(..excess);
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// A fresh 0700 directory for the connection file, owned by the kernel's user (ipykernel
+/// rewrites and removes the file).
+fn private_dir(run_as: Option<&RunAs>) -> Result<tempfile::TempDir, KernelError> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("sandboxd-kernel-")
+        .tempdir()
+        .map_err(|e| KernelError::Setup(format!("cannot create a private directory: {e}")))?;
+    let setup = || -> std::io::Result<()> {
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+        if let Some(user) = run_as {
+            std::os::unix::fs::chown(dir.path(), Some(user.uid), Some(user.gid))?;
+        }
+        Ok(())
+    };
+    setup()
+        .map_err(|e| KernelError::Setup(format!("cannot prepare {}: {e}", dir.path().display())))?;
+    Ok(dir)
+}
+
+fn write_private(path: &Path, bytes: &[u8], run_as: Option<&RunAs>) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(bytes)?;
+    if let Some(user) = run_as {
+        std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid))?;
+    }
+    Ok(())
+}
+
+/// `n` random bytes as hex (HMAC key, session id); no fallback: the key must be secret.
+fn random_hex(n: usize) -> Result<String, KernelError> {
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| KernelError::Setup(format!("no randomness for the HMAC key: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Parses the `text/plain` of a user expression that evaluated to `str.encode().hex()`:
+/// `'2f7573'` → `/us`.
+pub fn decode_hex_repr(reply: &Value, name: &str) -> Option<String> {
+    let text = reply
+        .get("user_expressions")?
+        .get(name)?
+        .get("data")?
+        .get("text/plain")?
+        .as_str()?;
+    let hex = text.trim().trim_matches('\'');
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_user_expression_is_decoded() {
+        let reply = serde_json::json!({"status": "ok", "user_expressions": {"exe": {
+            "status": "ok", "data": {"text/plain": "'2f7573722f62696e2f707974686f6e33'"}, "metadata": {}}}});
+        assert_eq!(
+            decode_hex_repr(&reply, "exe").as_deref(),
+            Some("/usr/bin/python3")
+        );
+        assert_eq!(decode_hex_repr(&reply, "other"), None);
+    }
+}
