@@ -5,14 +5,26 @@
 //! PROGRAM ARGS...`) that sets the groups, gid and uid and then execs the program. This keeps
 //! privilege handling in Rust, needs nothing from the image (no `su`, no sudoers edits) and works
 //! with `portable-pty`, which cannot set a uid itself.
+//!
+//! Users and groups come from `/etc/passwd` and `/etc/group`, parsed here, never from NSS
+//! (`getpwnam`, `initgroups`): the sandboxd put into images is a static glibc binary, and NSS in
+//! a static binary needs the shared NSS modules of the glibc it was linked with at run time.
 
 use std::ffi::{CString, OsString};
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
 
-use nix::unistd::{Gid, Uid, User};
+use nix::unistd::{Gid, Uid};
 
 /// The first argument that selects the hidden exec-as mode.
 pub const EXEC_AS_FLAG: &str = "--internal-exec-as";
+
+/// The password database. Read directly, not through `getpwnam`: that goes through NSS, which a
+/// statically linked sandboxd (the one put into images) cannot rely on.
+const PASSWD_FILE: &str = "/etc/passwd";
+
+/// The group database, read directly for the same reason (instead of `initgroups`).
+const GROUP_FILE: &str = "/etc/group";
 
 /// A user to run the shell (and later the kernel) as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +56,7 @@ pub enum UserError {
     },
     /// The password database could not be read (no retry helps).
     #[error("cannot look up user {0:?}: {1}")]
-    Lookup(String, nix::Error),
+    Lookup(String, std::io::Error),
 }
 
 /// Which user the shell must switch to, if any.
@@ -55,27 +67,97 @@ pub fn resolve(username: &str, user_id: u32) -> Result<Option<RunAs>, UserError>
     if !Uid::effective().is_root() {
         return Ok(None);
     }
-    let user = match User::from_name(username) {
-        Ok(Some(user)) => user,
-        // No fallback by uid: on a shared host, uid 1000 may be somebody else entirely.
-        Ok(None) => {
-            return Err(UserError::Missing {
-                name: username.to_owned(),
-                uid: user_id,
-            });
-        }
-        Err(e) => return Err(UserError::Lookup(username.to_owned(), e)),
-    };
-    if user.uid.is_root() {
+    let user = lookup(Path::new(PASSWD_FILE), username, user_id)?;
+    if user.uid == 0 {
         return Ok(None);
     }
-    Ok(Some(RunAs {
-        name: user.name,
-        uid: user.uid.as_raw(),
-        gid: user.gid.as_raw(),
-        home: user.dir,
-        shell: user.shell,
-    }))
+    Ok(Some(user))
+}
+
+/// Finds `username` in the password file at `passwd`.
+fn lookup(passwd: &Path, username: &str, user_id: u32) -> Result<RunAs, UserError> {
+    let data = std::fs::read(passwd).map_err(|e| {
+        UserError::Lookup(
+            username.to_owned(),
+            std::io::Error::new(e.kind(), format!("{}: {e}", passwd.display())),
+        )
+    })?;
+    // No fallback by uid: on a shared host, uid 1000 may be somebody else entirely.
+    find_user(&data, username).ok_or_else(|| UserError::Missing {
+        name: username.to_owned(),
+        uid: user_id,
+    })
+}
+
+/// The first entry named `name` in passwd(5) data, as `getpwnam` with the `files` service
+/// finds it.
+fn find_user(passwd: &[u8], name: &str) -> Option<RunAs> {
+    records::<7>(passwd)
+        .filter(|[entry_name, ..]| *entry_name == name.as_bytes())
+        .find_map(parse_passwd_entry)
+}
+
+/// One passwd(5) entry: `name:password:uid:gid:gecos:home:shell`; `None` when the name is not
+/// UTF-8 or an id is not a number.
+fn parse_passwd_entry(
+    [name, _password, uid, gid, _gecos, home, shell]: [&[u8]; 7],
+) -> Option<RunAs> {
+    Some(RunAs {
+        name: std::str::from_utf8(name).ok()?.to_owned(),
+        uid: parse_id(uid)?,
+        gid: parse_id(gid)?,
+        home: PathBuf::from(OsString::from_vec(home.to_vec())),
+        shell: PathBuf::from(OsString::from_vec(shell.to_vec())),
+    })
+}
+
+/// The groups `initgroups(name, gid)` would set, from group(5) data (`name:password:gid:members`):
+/// `gid` first, then every group that lists `name` as a member, without duplicates.
+fn supplementary_groups(group: &[u8], name: &str, gid: u32) -> Vec<u32> {
+    let mut groups = vec![gid];
+    for [_name, _password, group_id, members] in records::<4>(group) {
+        let Some(group_id) = parse_id(group_id) else {
+            continue;
+        };
+        let member = members
+            .split(|&b| b == b',')
+            .any(|m| m.trim_ascii() == name.as_bytes());
+        if member && !groups.contains(&group_id) {
+            groups.push(group_id);
+        }
+    }
+    groups
+}
+
+/// The records of a passwd(5) or group(5) file, split at `:`. Blank lines, `#` comments, NIS
+/// compat entries (`+`/`-`), empty names and lines without exactly `N` fields are skipped.
+fn records<const N: usize>(data: &[u8]) -> impl Iterator<Item = [&[u8]; N]> {
+    data.split(|&b| b == b'\n').filter_map(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line).trim_ascii_start();
+        if matches!(line.first(), None | Some(b'#' | b'+' | b'-' | b':')) {
+            return None;
+        }
+        let fields: Vec<&[u8]> = line.split(|&b| b == b':').collect();
+        fields.try_into().ok()
+    })
+}
+
+/// A decimal uid or gid; `None` for anything else (empty, signs, spaces, overflow).
+fn parse_id(field: &[u8]) -> Option<u32> {
+    if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(field).ok()?.parse().ok()
+}
+
+/// Supplementary groups of `name` from the group file; a missing file means no extra groups
+/// (as `initgroups` does).
+fn read_groups(group_file: &Path, name: &str, gid: u32) -> Result<Vec<u32>, String> {
+    match std::fs::read(group_file) {
+        Ok(data) => Ok(supplementary_groups(&data, name, gid)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![gid]),
+        Err(e) => Err(format!("reading {}: {e}", group_file.display())),
+    }
 }
 
 /// The program and arguments that run `program args...` as `user`.
@@ -118,8 +200,11 @@ fn exec_as(args: &[String]) -> Result<std::convert::Infallible, String> {
     }
     let uid = Uid::from_raw(uid.parse().map_err(|e| format!("bad uid {uid:?}: {e}"))?);
     let gid = Gid::from_raw(gid.parse().map_err(|e| format!("bad gid {gid:?}: {e}"))?);
-    let cname = CString::new(name.as_str()).map_err(|e| e.to_string())?;
-    nix::unistd::initgroups(&cname, gid).map_err(|e| format!("initgroups: {e}"))?;
+    let groups: Vec<Gid> = read_groups(Path::new(GROUP_FILE), name, gid.as_raw())?
+        .into_iter()
+        .map(Gid::from_raw)
+        .collect();
+    nix::unistd::setgroups(&groups).map_err(|e| format!("setgroups: {e}"))?;
     nix::unistd::setgid(gid).map_err(|e| format!("setgid: {e}"))?;
     nix::unistd::setuid(uid).map_err(|e| format!("setuid: {e}"))?;
     let cprogram = CString::new(program.as_str()).map_err(|e| e.to_string())?;
@@ -128,4 +213,182 @@ fn exec_as(args: &[String]) -> Result<std::convert::Infallible, String> {
         cargs.push(CString::new(arg.as_str()).map_err(|e| e.to_string())?);
     }
     nix::unistd::execvp(&cprogram, &cargs).map_err(|e| format!("exec {program}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PASSWD: &str = "\
+root:x:0:0:root:/root:/bin/bash
+# a comment:x:1:1::/:/bin/sh
+   # an indented comment
+
+daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin
+broken:x:1001
+badid:x:10x1:1001::/home/badid:/bin/sh
+negative:x:-5:1001::/home/negative:/bin/sh
+toobig:x:4294967296:1001::/home/toobig:/bin/sh
+extra:x:1002:1002::/home/extra:/bin/sh:more
++nis:x:1003:1003::/home/nis:/bin/sh
+:x:1004:1004::/home/noname:/bin/sh
+openhands:x:1000:1000:OpenHands,,,:/home/openhands:/bin/bash\r
+noshell:x:1005:1005::/home/noshell:
+openhands:x:2000:2000::/elsewhere:/bin/sh
+";
+
+    fn user(name: &str, uid: u32, gid: u32, home: &str, shell: &str) -> RunAs {
+        RunAs {
+            name: name.into(),
+            uid,
+            gid,
+            home: home.into(),
+            shell: shell.into(),
+        }
+    }
+
+    #[test]
+    fn finds_the_first_entry_with_the_name() {
+        assert_eq!(
+            find_user(PASSWD.as_bytes(), "openhands"),
+            Some(user(
+                "openhands",
+                1000,
+                1000,
+                "/home/openhands",
+                "/bin/bash"
+            ))
+        );
+        assert_eq!(
+            find_user(PASSWD.as_bytes(), "root"),
+            Some(user("root", 0, 0, "/root", "/bin/bash"))
+        );
+        assert_eq!(
+            find_user(PASSWD.as_bytes(), "noshell"),
+            Some(user("noshell", 1005, 1005, "/home/noshell", ""))
+        );
+    }
+
+    #[test]
+    fn skips_comments_blank_and_malformed_lines() {
+        for name in [
+            "# a comment",
+            "broken",
+            "badid",
+            "negative",
+            "toobig",
+            "extra",
+            "+nis",
+            "nis",
+            "",
+            "nobody",
+            "OpenHands",
+        ] {
+            assert_eq!(find_user(PASSWD.as_bytes(), name), None, "{name:?}");
+        }
+        assert_eq!(find_user(b"", "root"), None);
+    }
+
+    #[test]
+    fn a_malformed_line_before_a_good_one_does_not_hide_it() {
+        let passwd = b"app:x:oops:1::/:/bin/sh\napp:x:7:8::/home/app:/bin/sh\n";
+        assert_eq!(
+            find_user(passwd, "app"),
+            Some(user("app", 7, 8, "/home/app", "/bin/sh"))
+        );
+    }
+
+    #[test]
+    fn keeps_non_utf8_paths() {
+        let passwd = b"u:x:5:5::/home/\xff:/bin/sh";
+        let found = find_user(passwd, "u").map(|u| u.home.into_os_string().into_vec());
+        assert_eq!(found, Some(b"/home/\xff".to_vec()));
+    }
+
+    #[test]
+    fn lookup_errors_keep_their_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let passwd = dir.path().join("passwd");
+        std::fs::write(&passwd, PASSWD).unwrap();
+        assert_eq!(
+            lookup(&passwd, "openhands", 1000).unwrap(),
+            user("openhands", 1000, 1000, "/home/openhands", "/bin/bash")
+        );
+        let missing = lookup(&passwd, "no-such-user-here", 1000).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "user \"no-such-user-here\" (uid 1000) does not exist; the sandbox image must provide \
+             it, or pass --username root to keep root"
+        );
+        let unreadable = lookup(&dir.path().join("absent"), "openhands", 1000).unwrap_err();
+        assert!(matches!(unreadable, UserError::Lookup(ref name, _) if name == "openhands"));
+        let message = unreadable.to_string();
+        assert!(
+            message.starts_with("cannot look up user \"openhands\": ")
+                && message.contains("absent"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn supplementary_groups_are_the_primary_group_and_memberships() {
+        let group = b"\
+root:x:0:
+sudo:x:27:openhands
+# comment:x:99:openhands
+users:x:100:alice, openhands ,bob
+openhands:x:1000:openhands
+docker:x:999:alice
+bad:x:nope:openhands
+short:x:5
+";
+        assert_eq!(
+            supplementary_groups(group, "openhands", 1000),
+            vec![1000, 27, 100]
+        );
+        assert_eq!(
+            supplementary_groups(group, "alice", 1001),
+            vec![1001, 100, 999]
+        );
+        assert_eq!(supplementary_groups(b"", "alice", 1001), vec![1001]);
+    }
+
+    #[test]
+    fn a_missing_group_file_means_no_extra_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            read_groups(&dir.path().join("group"), "openhands", 1000),
+            Ok(vec![1000])
+        );
+        assert!(
+            read_groups(dir.path(), "openhands", 1000).is_err(),
+            "a directory"
+        );
+    }
+
+    #[test]
+    fn agrees_with_getpwnam_on_this_host() {
+        // Every user of the host's /etc/passwd resolves as NSS resolves it (this test binary is
+        // dynamically linked, so getpwnam works here).
+        let data = std::fs::read(PASSWD_FILE).unwrap();
+        let names: Vec<String> = records::<7>(&data)
+            .filter_map(parse_passwd_entry)
+            .map(|user| user.name)
+            .collect();
+        assert!(names.iter().any(|name| name == "root"), "{names:?}");
+        for name in names {
+            let ours = find_user(&data, &name).unwrap();
+            let theirs = nix::unistd::User::from_name(&name).unwrap().unwrap();
+            assert_eq!(
+                ours,
+                user(
+                    &theirs.name,
+                    theirs.uid.as_raw(),
+                    theirs.gid.as_raw(),
+                    theirs.dir.to_str().unwrap(),
+                    theirs.shell.to_str().unwrap()
+                ),
+            );
+        }
+    }
 }
