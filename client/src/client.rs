@@ -1,7 +1,7 @@
 //! [`SandboxClient`]: one typed async method per sandboxd endpoint (§2 and §8 of the spec).
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use protocol::action::{CmdRunArgs, FileEditArgs, FileReadArgs, FileWriteArgs};
@@ -29,7 +29,7 @@ pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(30);
 pub const UPLOAD_TIMEOUT: Duration = Duration::from_secs(300);
 /// Added to an action's `timeout` to get the HTTP deadline of `POST /execute_action`.
 pub const EXECUTE_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
-/// Time allowed to open a TCP connection.
+/// Time allowed to open a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The `timeout` the stock client gives actions that have none (`sandbox.timeout`), in seconds.
 pub const DEFAULT_ACTION_TIMEOUT: f64 = 120.0;
@@ -37,6 +37,55 @@ pub const DEFAULT_ACTION_TIMEOUT: f64 = 120.0;
 /// First and longest pause between `/alive` polls in [`SandboxClient::wait_until_alive`].
 const ALIVE_POLL_FIRST: Duration = Duration::from_millis(10);
 const ALIVE_POLL_MAX: Duration = Duration::from_millis(20);
+
+/// The base URL of requests sent over a Unix socket: only its `Host` header reaches the server.
+const UNIX_BASE_URL: &str = "http://sandboxd/";
+
+/// Where a sandboxd listens: parsed from what [`SandboxClient::new`] accepts, and displayed the
+/// same way (`http://host:port/prefix/` or `unix:/abs/path.sock`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Target {
+    /// Over TCP, at this base URL (normalised to end in `/`).
+    Http(Url),
+    /// On the Unix domain socket at this absolute path.
+    Unix(PathBuf),
+}
+
+impl Target {
+    /// Parses a sandbox address.
+    ///
+    /// * `http://host:port[/prefix]` (a missing scheme means `http://`): see [`parse_base_url`].
+    /// * `unix:/abs/path.sock` or `unix:///abs/path.sock`: a Unix domain socket, as printed by
+    ///   `sandboxd --unix-socket`. `unix:relative/path.sock` is resolved against the current
+    ///   directory. The path is taken literally (no percent-decoding; `?` and `#` are part of
+    ///   it), and `unix://host/...` is refused. Anything starting with `unix:` is a socket
+    ///   address, never a host named `unix`.
+    pub fn parse(input: &str) -> Result<Target, ClientError> {
+        let trimmed = input.trim();
+        match split_unix(trimmed) {
+            Some(rest) => parse_unix(input, rest).map(Target::Unix),
+            None => parse_http(input).map(Target::Http),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Http(url) => f.write_str(url.as_str()),
+            Target::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = ClientError;
+
+    fn from_str(input: &str) -> Result<Target, ClientError> {
+        Target::parse(input)
+    }
+}
 
 /// A typed async client for one sandboxd.
 ///
@@ -56,6 +105,8 @@ const ALIVE_POLL_MAX: Duration = Duration::from_millis(20);
 /// ```
 #[derive(Clone)]
 pub struct SandboxClient {
+    target: Target,
+    /// The URL endpoints are joined to: the base URL, or `http://sandboxd/` for a Unix socket.
     base: Url,
     api_key: Option<HeaderValue>,
     http: reqwest::Client,
@@ -64,45 +115,66 @@ pub struct SandboxClient {
 impl fmt::Debug for SandboxClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SandboxClient")
-            .field("base", &self.base.as_str())
+            .field("target", &self.target.to_string())
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .finish_non_exhaustive()
     }
 }
 
 impl SandboxClient {
-    /// A client for the sandboxd at `base_url` (`http://host:port`, optionally with a path
-    /// prefix; a missing scheme means `http://`), sending `session_api_key` when given.
+    /// A client for the sandboxd at `base_url`, sending `session_api_key` when given.
+    ///
+    /// `base_url` is `http://host:port` (optionally with a path prefix; a missing scheme means
+    /// `http://`) or, for a sandboxd started with `--unix-socket`, `unix:/abs/path.sock` (also
+    /// `unix:///abs/path.sock`, or a relative `unix:path` resolved against the current
+    /// directory); see [`Target::parse`]. Request paths are the same either way.
     ///
     /// The HTTP client pools connections, connects within [`CONNECT_TIMEOUT`] and ignores proxy
     /// settings from the environment (a sandbox is reached directly); use
     /// [`SandboxClient::with_http_client`] for anything else.
     pub fn new(base_url: &str, session_api_key: Option<String>) -> Result<Self, ClientError> {
-        let base = parse_base_url(base_url)?;
-        let http = reqwest::Client::builder()
+        let target = Target::parse(base_url)?;
+        let mut builder = reqwest::Client::builder()
             .no_proxy()
             .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("sandbox-client/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|err| ClientError::InvalidUrl {
+            .user_agent(concat!("sandbox-client/", env!("CARGO_PKG_VERSION")));
+        if let Target::Unix(path) = &target {
+            #[cfg(unix)]
+            {
+                builder = builder.unix_socket(path.clone());
+            }
+            #[cfg(not(unix))]
+            return Err(ClientError::InvalidUrl {
                 url: base_url.to_owned(),
-                reason: format!("cannot set up the HTTP client: {err}"),
-            })?;
-        Self::from_parts(base, session_api_key, http)
+                reason: format!(
+                    "Unix sockets are not supported on this platform ({})",
+                    path.display()
+                ),
+            });
+        }
+        let http = builder.build().map_err(|err| ClientError::InvalidUrl {
+            url: base_url.to_owned(),
+            reason: format!("cannot set up the HTTP client: {err}"),
+        })?;
+        Self::from_parts(target, session_api_key, http)
     }
 
     /// Like [`SandboxClient::new`], with a caller-built `reqwest::Client` (proxies, TLS, custom
     /// timeouts). Per-request deadlines are still set by this client.
+    ///
+    /// For a `unix:` address, `http` must have been built with
+    /// `reqwest::ClientBuilder::unix_socket` for that same path: requests go to
+    /// `http://sandboxd/...`, which only the socket setting routes to the sandbox.
     pub fn with_http_client(
         base_url: &str,
         session_api_key: Option<String>,
         http: reqwest::Client,
     ) -> Result<Self, ClientError> {
-        Self::from_parts(parse_base_url(base_url)?, session_api_key, http)
+        Self::from_parts(Target::parse(base_url)?, session_api_key, http)
     }
 
     fn from_parts(
-        base: Url,
+        target: Target,
         session_api_key: Option<String>,
         http: reqwest::Client,
     ) -> Result<Self, ClientError> {
@@ -114,16 +186,33 @@ impl SandboxClient {
                 Ok::<_, ClientError>(value)
             })
             .transpose()?;
+        let base = match &target {
+            Target::Http(url) => url.clone(),
+            Target::Unix(_) => {
+                Url::parse(UNIX_BASE_URL).map_err(|err| ClientError::InvalidUrl {
+                    url: target.to_string(),
+                    reason: err.to_string(),
+                })?
+            }
+        };
         Ok(SandboxClient {
             base,
+            target,
             api_key,
             http,
         })
     }
 
-    /// The base URL, normalised to end in `/`.
+    /// The base URL requests are made against, normalised to end in `/`. For a Unix socket this
+    /// is `http://sandboxd/`, which says nothing about where the sandbox is: use
+    /// [`SandboxClient::target`] to show or log the address.
     pub fn base_url(&self) -> &Url {
         &self.base
+    }
+
+    /// Where the sandbox is: the base URL, or the Unix socket (displays as `unix:/path`).
+    pub fn target(&self) -> &Target {
+        &self.target
     }
 
     /// `GET /alive` within [`ALIVE_TIMEOUT`]: `Ok` on any 2xx, which means the server can
@@ -383,7 +472,7 @@ impl SandboxClient {
         let part = reqwest::multipart::Part::bytes(data)
             .file_name(filename.to_owned())
             .mime_str(mime)
-            .map_err(|err| request_error(&url, err))?;
+            .map_err(|err| self.request_error(&url, err))?;
         let form = reqwest::multipart::Form::new().part("file", part);
         self.build(
             self.request_to(Method::POST, url)
@@ -413,7 +502,7 @@ impl SandboxClient {
         self.base
             .join(endpoint)
             .map_err(|err| ClientError::InvalidUrl {
-                url: self.base.to_string(),
+                url: self.target.to_string(),
                 reason: err.to_string(),
             })
     }
@@ -437,8 +526,25 @@ impl SandboxClient {
     fn build(&self, builder: reqwest::RequestBuilder) -> Result<reqwest::Request, ClientError> {
         builder.build().map_err(|err| {
             let url = err.url().map_or_else(|| self.base.clone(), Url::clone);
-            request_error(&url, err)
+            self.request_error(&url, err)
         })
+    }
+
+    /// How errors name a request's `url`: the URL itself, or for a Unix socket the URL and the
+    /// socket (`http://sandboxd/alive via unix:/run/sandbox.sock`).
+    fn describe(&self, url: &Url) -> String {
+        match &self.target {
+            Target::Http(_) => url.to_string(),
+            Target::Unix(_) => format!("{url} via {}", self.target),
+        }
+    }
+
+    fn request_error(&self, url: &Url, err: reqwest::Error) -> ClientError {
+        ClientError::Request {
+            url: self.describe(url),
+            reason: crate::error::root_cause(&err),
+            source: err,
+        }
     }
 
     /// Sends `request`; returns the body of a 2xx answer, else the decoded error.
@@ -447,7 +553,7 @@ impl SandboxClient {
         request: reqwest::Request,
         endpoint: &'static str,
     ) -> Result<impl AsRef<[u8]> + Into<Vec<u8>>, ClientError> {
-        let url = request.url().clone();
+        let url = self.describe(request.url());
         let timeout = request.timeout().copied();
         let transport = |err| ClientError::from_transport(err, &url, endpoint, timeout);
         let response = self.http.execute(request).await.map_err(transport)?;
@@ -461,14 +567,6 @@ impl SandboxClient {
     }
 }
 
-fn request_error(url: &Url, err: reqwest::Error) -> ClientError {
-    ClientError::Request {
-        url: url.to_string(),
-        reason: crate::error::root_cause(&err),
-        source: err,
-    }
-}
-
 fn decode<T: DeserializeOwned>(
     body: impl AsRef<[u8]>,
     endpoint: &'static str,
@@ -479,10 +577,57 @@ fn decode<T: DeserializeOwned>(
     })
 }
 
-/// Parses and normalises a base URL: adds `http://` when no scheme is given, accepts only
+/// Parses and normalises an HTTP base URL: adds `http://` when no scheme is given, accepts only
 /// `http`, requires a host, forbids a query or fragment, and makes the path end in `/` so that
 /// endpoints join under any path prefix.
+///
+/// A `unix:` socket address has no such URL and is refused (after checking it, so a bad one
+/// gets the precise reason); [`Target::parse`] accepts both kinds.
 pub fn parse_base_url(input: &str) -> Result<Url, ClientError> {
+    match Target::parse(input)? {
+        Target::Http(url) => Ok(url),
+        Target::Unix(_) => Err(ClientError::InvalidUrl {
+            url: input.to_owned(),
+            reason: "a unix: socket address is not an HTTP base URL (use Target::parse)".to_owned(),
+        }),
+    }
+}
+
+/// The part of `input` after a case-insensitive `unix:` prefix, if it has one.
+fn split_unix(input: &str) -> Option<&str> {
+    let prefix = input.get(..5)?;
+    prefix.eq_ignore_ascii_case("unix:").then(|| &input[5..])
+}
+
+/// The socket path of a `unix:` address (`rest` is what follows `unix:`), made absolute.
+fn parse_unix(input: &str, rest: &str) -> Result<PathBuf, ClientError> {
+    let invalid = |reason: String| ClientError::InvalidUrl {
+        url: input.to_owned(),
+        reason,
+    };
+    let path = match rest.strip_prefix("//") {
+        Some("") => "",
+        Some(after) if after.starts_with('/') => after,
+        Some(_) => {
+            return Err(invalid(
+                "a unix: address has no host; write unix:/abs/path.sock or \
+                 unix:///abs/path.sock"
+                    .to_owned(),
+            ));
+        }
+        None => rest,
+    };
+    if path.is_empty() {
+        return Err(invalid(
+            "the Unix socket path is empty; write unix:/abs/path.sock".to_owned(),
+        ));
+    }
+    std::path::absolute(path)
+        .map_err(|err| invalid(format!("cannot make the socket path absolute: {err}")))
+}
+
+/// [`parse_base_url`] proper, for addresses that are not `unix:`.
+fn parse_http(input: &str) -> Result<Url, ClientError> {
     let invalid = |reason: &str| ClientError::InvalidUrl {
         url: input.to_owned(),
         reason: reason.to_owned(),
@@ -504,7 +649,11 @@ pub fn parse_base_url(input: &str) -> Result<Url, ClientError> {
                 "https is not supported by this build (no TLS); use http",
             ));
         }
-        other => return Err(invalid(&format!("unsupported scheme {other:?}; use http"))),
+        other => {
+            return Err(invalid(&format!(
+                "unsupported scheme {other:?}; use http, or unix: for a Unix socket"
+            )));
+        }
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(invalid("it has no host"));
@@ -610,6 +759,95 @@ mod tests {
         }
         let err = SandboxClient::new("https://x", None).unwrap_err();
         assert!(err.to_string().contains("https is not supported"), "{err}");
+    }
+
+    #[test]
+    fn unix_socket_addresses_parse() {
+        let cases = [
+            ("unix:/run/sbx/s.sock", "/run/sbx/s.sock"),
+            ("unix:///run/sbx/s.sock", "/run/sbx/s.sock"),
+            ("  UNIX:/a b/s.sock  ", "/a b/s.sock"),
+            ("unix:/tmp/odd%20name?#.sock", "/tmp/odd%20name?#.sock"),
+        ];
+        for (input, want) in cases {
+            let target = Target::parse(input).unwrap();
+            assert_eq!(target, Target::Unix(PathBuf::from(want)), "{input}");
+            assert_eq!(target.to_string(), format!("unix:{want}"));
+            assert_eq!(Target::parse(&target.to_string()).unwrap(), target);
+        }
+        let relative = Target::parse("unix:sock/s.sock").unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(relative, Target::Unix(cwd.join("sock/s.sock")));
+        let http: Target = "127.0.0.1:8000".parse().unwrap();
+        assert_eq!(http.to_string(), "http://127.0.0.1:8000/");
+    }
+
+    #[test]
+    fn bad_unix_socket_addresses_are_refused() {
+        for (input, reason) in [
+            ("unix:", "the Unix socket path is empty"),
+            ("unix:   ", "the Unix socket path is empty"),
+            ("unix://", "the Unix socket path is empty"),
+            ("unix://host/s.sock", "a unix: address has no host"),
+            ("unix://s.sock", "a unix: address has no host"),
+        ] {
+            let err = SandboxClient::new(input, None).unwrap_err();
+            assert!(
+                matches!(err, ClientError::InvalidUrl { .. }),
+                "{input}: {err}"
+            );
+            assert!(err.to_string().contains(reason), "{input}: {err}");
+            assert!(!err.is_retryable());
+            let err = parse_base_url(input).unwrap_err();
+            assert!(err.to_string().contains(reason), "{input}: {err}");
+        }
+        // A valid socket address has no HTTP base URL.
+        let err = parse_base_url("unix:/tmp/s.sock").unwrap_err();
+        assert!(err.to_string().contains("Target::parse"), "{err}");
+    }
+
+    #[test]
+    fn unix_socket_requests_keep_their_paths() {
+        let c = SandboxClient::new("unix:///tmp/sbx/s.sock", Some("k".into())).unwrap();
+        assert_eq!(c.base_url().as_str(), "http://sandboxd/");
+        assert_eq!(c.target().to_string(), "unix:/tmp/sbx/s.sock");
+        let request = c.execute_request(&run_action("ls", None)).unwrap();
+        assert_eq!(request.url().as_str(), "http://sandboxd/execute_action");
+        let request = c.download_request("/w").unwrap();
+        assert_eq!(
+            request.url().as_str(),
+            "http://sandboxd/download_files?path=%2Fw"
+        );
+        assert!(format!("{c:?}").contains("unix:/tmp/sbx/s.sock"));
+    }
+
+    /// Waiting for a daemon that has not created its socket yet, or left a stale one, retries
+    /// like a refused TCP connection, and the error names the socket.
+    #[tokio::test]
+    async fn missing_or_stale_unix_socket_is_a_connection_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.sock");
+        let stale = dir.path().join("stale.sock");
+        drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        for path in [missing, stale] {
+            let c = SandboxClient::new(&format!("unix:{}", path.display()), None).unwrap();
+            let err = c
+                .wait_until_alive(Duration::from_millis(50))
+                .await
+                .unwrap_err();
+            let ClientError::NotReady { last, .. } = &err else {
+                panic!("unexpected {err}");
+            };
+            assert!(matches!(**last, ClientError::Connection { .. }), "{last}");
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!(
+                    "http://sandboxd/alive via unix:{}",
+                    path.display()
+                )),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -15,8 +15,8 @@ const MAX_RAW_DETAIL: usize = 2000;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The base URL cannot be used (unparsable, no host, a query, or a scheme other than
-    /// `http`). Retrying cannot help.
+    /// The base URL cannot be used (unparsable, no host, a query, a scheme other than `http` or
+    /// `unix`, or a `unix:` address with an empty path). Retrying cannot help.
     #[error("invalid sandbox URL {url:?}: {reason}")]
     InvalidUrl {
         /// The URL as given.
@@ -31,11 +31,11 @@ pub enum ClientError {
     InvalidApiKey,
 
     /// No connection could be made, or it broke before the answer was complete (server not
-    /// started yet, restarting, or gone). Retrying can help; note that an `execute` whose
-    /// connection broke may already have run.
+    /// started yet, restarting, or gone; for a Unix socket, also a socket file not there yet).
+    /// Retrying can help; note that an `execute` whose connection broke may already have run.
     #[error("cannot reach the sandbox at {url}: {reason}")]
     Connection {
-        /// The URL requested.
+        /// The URL requested; for a Unix socket followed by ` via unix:PATH`.
         url: String,
         /// The innermost cause, e.g. `Connection refused (os error 111)`.
         reason: String,
@@ -93,7 +93,7 @@ pub enum ClientError {
     /// that cannot be encoded, an internal client error). Retrying cannot help.
     #[error("request to {url} failed: {reason}")]
     Request {
-        /// The URL requested.
+        /// The URL requested; for a Unix socket followed by ` via unix:PATH`.
         url: String,
         /// The innermost cause.
         reason: String,
@@ -148,10 +148,11 @@ impl ClientError {
         }
     }
 
-    /// Classifies a transport error of a request to `url` on `endpoint` with deadline `after`.
+    /// Classifies a transport error of a request to `url` (as errors show it) on `endpoint` with
+    /// deadline `after`.
     pub(crate) fn from_transport(
         err: reqwest::Error,
-        url: &reqwest::Url,
+        url: &str,
         endpoint: &'static str,
         after: Option<Duration>,
     ) -> ClientError {
@@ -159,7 +160,7 @@ impl ClientError {
             return ClientError::Timeout { endpoint, after };
         }
         let reason = root_cause(&err);
-        let url = url.to_string();
+        let url = url.to_owned();
         if err.is_connect() || err.is_request() || err.is_body() {
             ClientError::Connection {
                 url,

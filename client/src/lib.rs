@@ -3,7 +3,8 @@
 //!
 //! * [`SandboxClient`]: one method per endpoint (`/alive`, `/server_info`, `/execute_action`,
 //!   `/list_files`, `/upload_file`, `/download_files`) plus `run`/`read`/`write`/`edit`
-//!   shortcuts. Deadlines follow the stock client (§2 of the spec): 5 s for `/alive`, the
+//!   shortcuts, over TCP (`http://host:port`) or a Unix socket (`unix:/path.sock`, see
+//!   [`Target`]). Deadlines follow the stock client (§2 of the spec): 5 s for `/alive`, the
 //!   action's `timeout` + 5 s for `/execute_action`, and so on.
 //! * [`ClientError`]: what went wrong and whether a retry can help.
 //! * [`ObservationExt`]: exit codes and display text of observations.
@@ -18,8 +19,8 @@ pub mod render;
 
 pub use client::{
     ALIVE_TIMEOUT, API_KEY_HEADER, CONNECT_TIMEOUT, DEFAULT_ACTION_TIMEOUT, DOWNLOAD_TIMEOUT,
-    EXECUTE_TIMEOUT_MARGIN, LIST_FILES_TIMEOUT, SERVER_INFO_TIMEOUT, SandboxClient, UPLOAD_TIMEOUT,
-    execute_http_timeout, parse_base_url, run_action,
+    EXECUTE_TIMEOUT_MARGIN, LIST_FILES_TIMEOUT, SERVER_INFO_TIMEOUT, SandboxClient, Target,
+    UPLOAD_TIMEOUT, execute_http_timeout, parse_base_url, run_action,
 };
 pub use error::ClientError;
 pub use protocol;

@@ -14,7 +14,8 @@ use clap::Parser;
 #[derive(Debug, Clone, Parser)]
 #[command(name = "sandboxd", version, about, long_about = None, args_override_self = true)]
 pub struct Cli {
-    /// TCP port to listen on; 0 picks a free port (printed on stdout).
+    /// TCP port to listen on; 0 picks a free port (printed on stdout). Required but ignored
+    /// with --unix-socket.
     pub port: u16,
 
     /// Initial working directory of the shell and of relative file paths.
@@ -51,9 +52,20 @@ pub struct Cli {
     #[arg(long, num_args = 0.., value_name = "ENV", hide = true)]
     pub browsergym_eval_env: Vec<String>,
 
-    /// Address to listen on: 127.0.0.1 for local use, 0.0.0.0 inside a container.
+    /// Address to listen on: 127.0.0.1 for local use, 0.0.0.0 inside a container. Ignored with
+    /// --unix-socket.
     #[arg(long, env = "SANDBOXD_HOST", default_value = "127.0.0.1")]
     pub host: IpAddr,
+
+    /// Serve on this Unix domain socket instead of TCP (PORT and --host are then ignored);
+    /// stdout then says `sandboxd listening on unix:PATH`, with PATH made absolute.
+    ///
+    /// The parent directory is created when missing. A stale socket at PATH is replaced; any
+    /// other kind of file there, or a socket still in use, is an error (exit code 3). The socket
+    /// is made mode 0666 (clients still need the session API key; the directory's permissions
+    /// decide who can reach it) and removed on clean shutdown.
+    #[arg(long, env = "SANDBOXD_UNIX_SOCKET", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
 
     /// Key clients must send as `X-Session-API-Key`; unset means no authentication.
     #[arg(long, env = "SESSION_API_KEY", hide_env_values = true)]

@@ -11,6 +11,7 @@ pub mod config;
 pub mod executor;
 pub mod files;
 pub mod ipython;
+pub mod listen;
 pub mod observations;
 pub mod server;
 pub mod sysinfo;
@@ -20,9 +21,8 @@ pub mod user;
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
-
 pub use config::Cli;
+pub use listen::{ListenAddr, Listener};
 
 /// Why sandboxd stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -30,10 +30,11 @@ pub enum RunError {
     /// Bad arguments or environment (no retry helps).
     #[error("{0}")]
     Config(String),
-    /// The listening socket could not be bound (the port may be in use; a retry may help).
+    /// The listening socket could not be bound (the port may be in use, or something else is in
+    /// the way of the Unix socket; a retry may help).
     #[error("cannot listen on {addr}: {source}")]
     Bind {
-        /// Address asked for.
+        /// Address asked for: `IP:PORT`, or `unix:PATH`.
         addr: String,
         /// The OS error.
         source: std::io::Error,
@@ -64,26 +65,21 @@ impl RunError {
 pub async fn run(
     cli: Cli,
     shutdown: impl Future<Output = ()> + Send + 'static,
-    on_listening: impl FnOnce(std::net::SocketAddr),
+    on_listening: impl FnOnce(ListenAddr),
 ) -> Result<(), RunError> {
-    let addr = std::net::SocketAddr::new(cli.host, cli.port);
     // Bind first: early clients queue in the backlog and are answered once bash is ready, so
     // `/alive` never says yes before actions can run.
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| RunError::Bind {
-            addr: addr.to_string(),
-            source,
-        })?;
+    let listener = Listener::bind(&cli).await?;
     serve(cli, listener, shutdown, on_listening).await
 }
 
-/// Serves on an already bound `listener` until `shutdown` resolves.
+/// Serves on an already bound `listener` until `shutdown` resolves; a Unix socket's file is
+/// removed when this returns.
 pub async fn serve(
     cli: Cli,
-    listener: TcpListener,
+    listener: Listener,
     shutdown: impl Future<Output = ()> + Send + 'static,
-    on_listening: impl FnOnce(std::net::SocketAddr),
+    on_listening: impl FnOnce(ListenAddr),
 ) -> Result<(), RunError> {
     let working_dir = std::path::absolute(&cli.working_dir)
         .map_err(|e| RunError::Config(format!("bad --working-dir: {e}")))?;
@@ -120,23 +116,5 @@ pub async fn serve(
     let local = listener.local_addr().map_err(RunError::Serve)?;
     tracing::info!(%local, "sandboxd ready");
     on_listening(local);
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = stop_rx.await;
-    });
-    let mut server = std::pin::pin!(server.into_future());
-    tokio::select! {
-        result = &mut server => return result.map_err(RunError::Serve),
-        () = shutdown => {}
-    }
-    tracing::info!("shutting down");
-    let _ = stop_tx.send(());
-    // In-flight commands may run for minutes: give them a short grace, then stop.
-    if tokio::time::timeout(Duration::from_secs(3), server)
-        .await
-        .is_err()
-    {
-        tracing::warn!("requests still running after the grace period; stopping anyway");
-    }
-    Ok(())
+    listener.serve(app, shutdown).await
 }

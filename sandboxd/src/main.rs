@@ -28,12 +28,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(sandboxd::run(cli, shutdown_signal(), |addr| {
-        #[allow(clippy::print_stdout, reason = "the one line tests and scripts read")]
-        {
-            println!("sandboxd listening on http://{addr}");
-        }
-    }));
+    let result = runtime.block_on(async {
+        // Handlers first: a SIGTERM sent right after the listening line must shut down cleanly
+        // (and remove a Unix socket), not kill the process.
+        let shutdown = shutdown_signal();
+        sandboxd::run(cli, shutdown, |addr| {
+            // `http://IP:PORT` or `unix:PATH`.
+            #[allow(clippy::print_stdout, reason = "the one line tests and scripts read")]
+            {
+                println!("sandboxd listening on {addr}");
+            }
+        })
+        .await
+    });
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -45,17 +52,22 @@ fn main() -> ExitCode {
     }
 }
 
-async fn shutdown_signal() {
+/// Installs the SIGTERM and SIGINT handlers now (inside the runtime); the future resolves on
+/// the first of them.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
+    let handlers = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    );
+    async move {
+        let (Ok(mut term), Ok(mut int)) = handlers else {
+            std::future::pending::<()>().await;
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
     }
 }

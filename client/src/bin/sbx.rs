@@ -16,6 +16,7 @@ use client::{ClientError, DEFAULT_ACTION_TIMEOUT, ObservationExt, SandboxClient,
 const AFTER_HELP: &str = "\
 Examples:
   sbx alive --wait 30
+  sbx --url unix:/run/sandbox/sandboxd.sock alive
   sbx run 'ls -la /workspace'
   sbx run 'make test' --timeout 600
   sbx run 'python3 -i' ; sbx run 'print(1)' --input ; sbx run C-c --input
@@ -37,7 +38,8 @@ Exit status:
 #[derive(Debug, Parser)]
 #[command(name = "sbx", version, after_help = AFTER_HELP)]
 struct Cli {
-    /// Base URL of the sandboxd
+    /// Where the sandboxd is: its base URL (http://HOST:PORT), or unix:/PATH for one started
+    /// with --unix-socket PATH
     #[arg(
         long,
         global = true,

@@ -105,3 +105,56 @@ async fn sbx_cli_exit_codes_and_json() {
     let out = sbx().arg("--help").output().unwrap();
     assert!(out.status.success());
 }
+
+#[tokio::test]
+async fn sbx_cli_over_a_unix_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sandboxd.sock");
+    let sb = Sandbox::with(Options {
+        extra_args: vec!["--unix-socket".into(), path.to_string_lossy().into_owned()],
+        ..Options::default()
+    })
+    .await;
+    let url = format!("unix://{}", path.display());
+    let out = sbx()
+        .args(["--url", &url, "--key", KEY, "run", "echo via socket"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("via socket"));
+    // SANDBOX_URL works the same, with the address exactly as sandboxd printed it.
+    let out = sbx()
+        .args(["--key", KEY, "ls"])
+        .env("SANDBOX_URL", &sb.url)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = sbx()
+        .args(["--url", &sb.url, "--key", "wrong", "alive"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "/alive needs no key: {out:?}");
+    let out = sbx()
+        .args(["--url", &sb.url, "--key", "wrong", "run", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Invalid API Key"));
+    // A bad address is a usage error with a precise reason.
+    let out = sbx().args(["--url", "unix:", "alive"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the Unix socket path is empty"), "{err}");
+    // No daemon at that path: a connection error naming the socket.
+    let missing = dir.path().join("missing.sock");
+    let out = sbx()
+        .args(["--url", &format!("unix:{}", missing.display()), "alive"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("via unix:{}", missing.display())),
+        "{err}"
+    );
+}

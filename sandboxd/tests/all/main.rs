@@ -1,5 +1,5 @@
-//! Integration tests: each starts the real `sandboxd` binary on an ephemeral port and talks to
-//! it over HTTP. One test binary keeps link times down.
+//! Integration tests: each starts the real `sandboxd` binary on an ephemeral port (or a Unix
+//! socket in a temporary directory) and talks to it over HTTP. One test binary keeps link times down.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
 mod common;
@@ -12,3 +12,4 @@ mod http;
 mod ipython;
 mod lifecycle;
 mod transfer;
+mod unix_socket;
