@@ -1,0 +1,122 @@
+//! Docker runtime benchmark, against the real engine, in one run:
+//! - create-to-first-`run`-observation of a sandbox (default hardened config, `true`), p50 over
+//!   10 runs, next to a bare `docker run --rm IMAGE true` of the same image, and their ratio
+//!   (target <= 1.5);
+//! - the time to make a sandbox image from a base the engine has never seen (target <= 10 s).
+//!
+//! Needs the base image (`images/base/build.sh`) and a sandboxd for images
+//! (`AGENTD_SANDBOXD_BIN`, else the workspace's debug build).
+#![allow(clippy::print_stdout, reason = "a benchmark prints its results")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark fails loudly"
+)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agentd::runtime::docker::config::DEFAULT_BASE_IMAGE;
+use agentd::runtime::docker::image::{self, ContextFile, ensure_sandbox_image};
+use agentd::runtime::docker::{DockerRuntime, SandboxConfig};
+
+const RUNS: usize = 10;
+
+#[tokio::main]
+async fn main() {
+    let base = std::env::var("AGENTD_TEST_BASE").unwrap_or_else(|_| DEFAULT_BASE_IMAGE.into());
+    let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
+        });
+    let docker = DockerRuntime::connect().unwrap();
+    let image = ensure_sandbox_image(docker.docker(), &base, &sandboxd, |_| {})
+        .await
+        .unwrap()
+        .tag;
+    let config = SandboxConfig {
+        image: image.clone(),
+        ..SandboxConfig::default()
+    };
+
+    // One of each first, so neither side pays for a cold page cache.
+    sandbox_round(&docker, &config).await;
+    docker_run_true(&image);
+
+    let mut ours = Vec::new();
+    let mut bare = Vec::new();
+    for _ in 0..RUNS {
+        ours.push(sandbox_round(&docker, &config).await);
+        bare.push(docker_run_true(&image));
+    }
+    let (ours, bare) = (p50(&mut ours), p50(&mut bare));
+    println!("docker runtime, {RUNS} runs each, image {image}");
+    println!(
+        "  sandbox create -> first run observation  p50 {:>8.1} ms",
+        ms(ours)
+    );
+    println!(
+        "  docker run --rm IMAGE true              p50 {:>8.1} ms",
+        ms(bare)
+    );
+    println!(
+        "  ratio                                   {:>8.2}   (target <= 1.5)",
+        ours.as_secs_f64() / bare.as_secs_f64()
+    );
+
+    let new_base = format!("sandboxd-bench-base:{}", std::process::id());
+    let dockerfile = format!("FROM {base}\nLABEL bench.run=\"{new_base}\"\n");
+    let context = [ContextFile::new("Dockerfile", dockerfile.as_bytes(), 0o644)];
+    image::build(
+        docker.docker(),
+        &new_base,
+        &context,
+        &HashMap::new(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    let built = ensure_sandbox_image(docker.docker(), &new_base, &sandboxd, |_| {})
+        .await
+        .unwrap();
+    assert!(built.built);
+    println!(
+        "  sandbox image from a new base            {:>8.1} ms   (target <= 10000)",
+        ms(built.elapsed)
+    );
+    let _ = Command::new("docker")
+        .args(["rmi", "-f", &built.tag, &new_base])
+        .output();
+}
+
+async fn sandbox_round(docker: &DockerRuntime, config: &SandboxConfig) -> Duration {
+    let started = Instant::now();
+    let sandbox = docker.up(config, None).await.unwrap();
+    let obs = sandbox.client().unwrap().run("true", None).await.unwrap();
+    let elapsed = started.elapsed();
+    assert!(obs.content.is_empty(), "{obs:?}");
+    docker.down(&sandbox.id).await.unwrap();
+    elapsed
+}
+
+fn docker_run_true(image: &str) -> Duration {
+    let started = Instant::now();
+    let status = Command::new("docker")
+        .args(["run", "--rm", image, "true"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    started.elapsed()
+}
+
+fn p50(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

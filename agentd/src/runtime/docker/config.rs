@@ -1,0 +1,337 @@
+//! What a sandbox container looks like: one struct with hardened defaults, turned into the
+//! Docker API's container body in one place ([`SandboxConfig::container_body`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bollard::models::{ContainerCreateBody, HostConfig, PortBinding};
+
+use super::labels;
+
+/// Where sandboxd lives in every sandbox image (see [`super::image`]).
+pub const SANDBOXD_PATH: &str = "/opt/sandboxd/bin/sandboxd";
+/// The port sandboxd listens on inside the container.
+pub const SANDBOXD_PORT: u16 = 8000;
+/// Where `workspace` is mounted and where the shell starts.
+pub const WORKSPACE: &str = "/workspace";
+/// The sandbox user every sandbox image has (see `images/`).
+pub const SANDBOX_USER: &str = "openhands";
+/// Its uid and gid.
+pub const SANDBOX_UID: u32 = 1000;
+
+/// Where the host's socket directory is mounted with [`Network::None`].
+pub const SOCKET_DIR: &str = "/run/sandboxd";
+/// sandboxd's socket in it.
+pub const SOCKET_NAME: &str = "sandboxd.sock";
+
+/// The image `agentd sandbox up` starts from when none is given: the base `images/base/build.sh`
+/// makes, plus the thin sandboxd layer.
+pub const DEFAULT_BASE_IMAGE: &str = "sandboxd-base:bookworm";
+
+/// How the sandbox reaches the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// Docker's default bridge: outbound access; sandboxd published on 127.0.0.1 only.
+    #[default]
+    Bridge,
+    /// No network at all (Docker's `none`: loopback only). agentd reaches sandboxd through a
+    /// Unix socket in a host directory bind-mounted at [`SOCKET_DIR`].
+    None,
+}
+
+/// Resource limits (cgroups). `None` leaves a limit off.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Limits {
+    /// Memory in bytes; swap is not allowed on top of it.
+    pub memory_bytes: Option<i64>,
+    /// CPUs (fractions allowed).
+    pub cpus: Option<f64>,
+    /// Number of processes and threads; contains fork bombs.
+    pub pids: Option<i64>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            memory_bytes: Some(4 << 30),
+            cpus: Some(2.0),
+            pids: Some(1024),
+        }
+    }
+}
+
+impl Limits {
+    /// These limits with memory and CPU multiplied by `factor` (pids stay: they bound a
+    /// fork bomb, not work).
+    pub fn scaled(&self, factor: f64) -> Limits {
+        Limits {
+            memory_bytes: self.memory_bytes.map(|m| (m as f64 * factor) as i64),
+            cpus: self.cpus.map(|c| c * factor),
+            pids: self.pids,
+        }
+    }
+}
+
+/// Everything about one sandbox container. Defaults are the hardened ones: non-root user, no
+/// capabilities, no privilege escalation, pids/memory/CPU limits, an init that reaps zombies.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// A sandbox image (with sandboxd at [`SANDBOXD_PATH`]).
+    pub image: String,
+    /// Host directory bind-mounted read-write at [`WORKSPACE`]; the sandbox user (uid 1000)
+    /// must be able to write it.
+    pub workspace: Option<PathBuf>,
+    /// Extra environment of sandboxd and everything it runs.
+    pub env: BTreeMap<String, String>,
+    /// sandboxd plugins; `jupyter` starts the IPython kernel in the background.
+    pub plugins: Vec<String>,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Network access.
+    pub network: Network,
+    /// Mount the image's root read-only; `/tmp` and the user's home are then tmpfs.
+    pub read_only_root: bool,
+    /// Size of each tmpfs (`/tmp`, and the home directory with `read_only_root`).
+    pub tmpfs_bytes: u64,
+    /// Let the sandbox user become root with `sudo` inside the container (e.g. to apt-get
+    /// install). This turns off no-new-privileges (sudo is setuid) and adds back the
+    /// capabilities root needs to install packages. Off by default.
+    pub sudo: bool,
+    /// Hosts the sandbox may reach when `network` is [`Network::Bridge`]. An extension point:
+    /// enforcing it needs a filtering proxy or firewall rules on the host, which this runtime
+    /// does not ship yet, so a non-empty list is refused rather than silently ignored.
+    pub egress_allow: Vec<String>,
+    /// Longest wait for sandboxd to answer after the container starts.
+    pub ready_timeout: Duration,
+    /// Extra labels (ours are added).
+    pub labels: BTreeMap<String, String>,
+    /// Container name (default: `sandbox-` and a random suffix).
+    pub name: Option<String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> SandboxConfig {
+        SandboxConfig {
+            image: DEFAULT_BASE_IMAGE.to_string(),
+            workspace: None,
+            env: BTreeMap::new(),
+            plugins: vec!["jupyter".to_string()],
+            limits: Limits::default(),
+            network: Network::Bridge,
+            read_only_root: false,
+            tmpfs_bytes: 512 << 20,
+            sudo: false,
+            egress_allow: Vec::new(),
+            ready_timeout: Duration::from_secs(60),
+            labels: BTreeMap::new(),
+            name: None,
+        }
+    }
+}
+
+/// Capabilities added back with [`SandboxConfig::sudo`]: what root needs to install packages
+/// and switch users (Docker's defaults minus raw sockets, mknod, chroot, port binding and file
+/// capabilities).
+const SUDO_CAPS: &[&str] = &[
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "AUDIT_WRITE",
+];
+
+impl SandboxConfig {
+    /// The container body for `create_container`. `key` is the session API key, `labels` ours
+    /// (managed, owner...), `socket_dir` the host directory for sandboxd's socket with
+    /// [`Network::None`].
+    pub(super) fn container_body(
+        &self,
+        key: &str,
+        labels: HashMap<String, String>,
+        socket_dir: Option<&Path>,
+    ) -> ContainerCreateBody {
+        let port = format!("{SANDBOXD_PORT}/tcp");
+        let mut cmd = vec![
+            SANDBOXD_PATH.to_string(),
+            SANDBOXD_PORT.to_string(),
+            "--working-dir".to_string(),
+            WORKSPACE.to_string(),
+            "--host".to_string(),
+            "0.0.0.0".to_string(),
+            "--username".to_string(),
+            SANDBOX_USER.to_string(),
+            "--user-id".to_string(),
+            SANDBOX_UID.to_string(),
+            "--output-dir".to_string(),
+            "/tmp/sandboxd-outputs".to_string(),
+        ];
+        if socket_dir.is_some() {
+            cmd.push("--unix-socket".to_string());
+            cmd.push(format!("{SOCKET_DIR}/{SOCKET_NAME}"));
+        }
+        if !self.plugins.is_empty() {
+            cmd.push("--plugins".to_string());
+            cmd.extend(self.plugins.iter().cloned());
+        }
+        let mut env = vec![
+            format!("SESSION_API_KEY={key}"),
+            format!("HOME=/home/{SANDBOX_USER}"),
+            format!("USER={SANDBOX_USER}"),
+            // Spares the PTY library a password-database lookup (NSS) in a static binary.
+            "SHELL=/bin/bash".to_string(),
+        ];
+        env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
+
+        let mut tmpfs = HashMap::new();
+        let tmpfs_opts = format!("rw,nosuid,nodev,size={}", self.tmpfs_bytes);
+        tmpfs.insert("/tmp".to_string(), tmpfs_opts.clone());
+        if self.read_only_root {
+            tmpfs.insert(
+                format!("/home/{SANDBOX_USER}"),
+                format!("{tmpfs_opts},uid={SANDBOX_UID},gid={SANDBOX_UID}"),
+            );
+        }
+        let port_bindings = match socket_dir {
+            // Published on loopback only, on a port the engine picks.
+            None => Some(HashMap::from([(
+                port.clone(),
+                Some(vec![PortBinding {
+                    host_ip: Some("127.0.0.1".to_string()),
+                    host_port: Some(String::new()),
+                }]),
+            )])),
+            Some(_) => None,
+        };
+        let mut security_opt = Vec::new();
+        if !self.sudo {
+            security_opt.push("no-new-privileges:true".to_string());
+        }
+        let mut binds = Vec::new();
+        if let Some(dir) = &self.workspace {
+            binds.push(format!("{}:{WORKSPACE}:rw", dir.display()));
+        }
+        if let Some(dir) = socket_dir {
+            binds.push(format!("{}:{SOCKET_DIR}:rw", dir.display()));
+        }
+        let host_config = HostConfig {
+            binds: Some(binds),
+            port_bindings,
+            network_mode: socket_dir.map(|_| "none".to_string()),
+            // sandboxd runs as the sandbox user and needs no capability; see SUDO_CAPS.
+            cap_drop: Some(vec!["ALL".to_string()]),
+            cap_add: self
+                .sudo
+                .then(|| SUDO_CAPS.iter().map(|c| c.to_string()).collect()),
+            security_opt: Some(security_opt),
+            pids_limit: self.limits.pids,
+            memory: self.limits.memory_bytes,
+            memory_swap: self.limits.memory_bytes,
+            nano_cpus: self.limits.cpus.map(|c| (c * 1e9) as i64),
+            // docker-init (tini) as PID 1 reaps whatever the agent leaves behind.
+            init: Some(true),
+            readonly_rootfs: Some(self.read_only_root),
+            tmpfs: Some(tmpfs),
+            ..HostConfig::default()
+        };
+        ContainerCreateBody {
+            image: Some(self.image.clone()),
+            cmd: Some(cmd),
+            entrypoint: Some(Vec::new()),
+            user: Some(format!("{SANDBOX_UID}:{SANDBOX_UID}")),
+            working_dir: Some(WORKSPACE.to_string()),
+            env: Some(env),
+            exposed_ports: socket_dir.is_none().then(|| vec![port]),
+            labels: Some(labels),
+            stop_signal: Some("SIGTERM".to_string()),
+            host_config: Some(host_config),
+            ..ContainerCreateBody::default()
+        }
+    }
+
+    /// Our labels plus the caller's (ours win).
+    pub(super) fn all_labels(&self, ours: HashMap<String, String>) -> HashMap<String, String> {
+        let mut all: HashMap<String, String> = self
+            .labels
+            .iter()
+            .filter(|(k, _)| !k.starts_with(labels::PREFIX))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        all.extend(ours);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_hardened() {
+        let body = SandboxConfig::default().container_body("k", HashMap::new(), None);
+        let host = body.host_config.unwrap();
+        assert_eq!(body.user.as_deref(), Some("1000:1000"));
+        assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+        assert_eq!(host.cap_add, None);
+        assert_eq!(
+            host.security_opt,
+            Some(vec!["no-new-privileges:true".to_string()])
+        );
+        assert_eq!(host.init, Some(true));
+        assert_eq!(host.pids_limit, Some(1024));
+        assert_eq!(host.memory, host.memory_swap);
+        let bindings = host.port_bindings.unwrap();
+        let binding = &bindings["8000/tcp"].as_ref().unwrap()[0];
+        assert_eq!(binding.host_ip.as_deref(), Some("127.0.0.1"));
+        assert_eq!(binding.host_port.as_deref(), Some(""));
+        assert!(body.env.unwrap().contains(&"SESSION_API_KEY=k".to_string()));
+    }
+
+    #[test]
+    fn sudo_trades_no_new_privileges_for_named_capabilities() {
+        let config = SandboxConfig {
+            sudo: true,
+            ..SandboxConfig::default()
+        };
+        let host = config
+            .container_body("k", HashMap::new(), None)
+            .host_config
+            .unwrap();
+        assert_eq!(host.security_opt, Some(vec![]));
+        assert!(host.cap_add.unwrap().contains(&"SETUID".to_string()));
+    }
+
+    #[test]
+    fn no_network_publishes_nothing_and_serves_a_socket() {
+        let body = SandboxConfig::default().container_body(
+            "k",
+            HashMap::new(),
+            Some(Path::new("/run/user/0/agentd/x")),
+        );
+        let host = body.host_config.unwrap();
+        assert_eq!(host.port_bindings, None);
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert_eq!(
+            host.binds,
+            Some(vec!["/run/user/0/agentd/x:/run/sandboxd:rw".to_string()])
+        );
+        let cmd = body.cmd.unwrap();
+        assert!(
+            cmd.windows(2)
+                .any(|w| w == ["--unix-socket", "/run/sandboxd/sandboxd.sock"])
+        );
+    }
+
+    #[test]
+    fn scaling_leaves_pids_alone() {
+        let scaled = Limits::default().scaled(0.5);
+        assert_eq!(scaled.memory_bytes, Some(2 << 30));
+        assert_eq!(scaled.cpus, Some(1.0));
+        assert_eq!(scaled.pids, Some(1024));
+    }
+}

@@ -1,0 +1,306 @@
+//! Sandbox images: any base image with bash becomes one by adding sandboxd in one thin layer,
+//! built by the engine from an in-memory context. The tag names the base image's id and the
+//! sandboxd binary's digest, so a built image is reused until either changes.
+//!
+//! Also: importing a root filesystem tarball as a base image (what `docker import` does).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use bollard::query_parameters::{BuildImageOptionsBuilder, CreateImageOptionsBuilder};
+use futures_util::{Stream, StreamExt, TryStreamExt};
+use sha2::{Digest, Sha256};
+
+use super::config::{SANDBOX_UID, SANDBOX_USER, SANDBOXD_PATH, WORKSPACE};
+use super::{DockerError, labels};
+
+/// The repository sandbox images are tagged in.
+pub const REPOSITORY: &str = "sandboxd-runtime";
+
+/// A sandbox image ready to run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SandboxImage {
+    /// Its tag, e.g. `sandboxd-runtime:0.1.0-3f2a...`.
+    pub tag: String,
+    /// Whether it was built now (false: it existed already, or the image was one already).
+    pub built: bool,
+    /// How long making it took.
+    #[serde(with = "secs")]
+    pub elapsed: Duration,
+}
+
+/// The sandboxd binary that goes into images: `AGENTD_SANDBOXD_BIN`, else a `sandboxd` next to
+/// the running executable. It must run on the base image's libc: `images/build-sandboxd.sh`
+/// builds a static one.
+pub fn default_sandboxd_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("AGENTD_SANDBOXD_BIN") {
+        return Some(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let sibling = exe.parent()?.join("sandboxd");
+    sibling.is_file().then_some(sibling)
+}
+
+/// Whether `image` already carries sandboxd (it was made by [`ensure_sandbox_image`]).
+pub async fn is_sandbox_image(docker: &Docker, image: &str) -> Result<bool, DockerError> {
+    let inspect = match docker.inspect_image(image).await {
+        Ok(inspect) => inspect,
+        Err(e) if super::is_not_found(&e) => {
+            return Err(DockerError::ImageMissing {
+                image: image.to_string(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(inspect
+        .config
+        .and_then(|c| c.labels)
+        .is_some_and(|l| l.contains_key(labels::SANDBOXD_VERSION)))
+}
+
+/// Makes `base` a sandbox image with the sandboxd at `sandboxd`, or finds the one made
+/// before. `progress` receives each line the build prints.
+pub async fn ensure_sandbox_image(
+    docker: &Docker,
+    base: &str,
+    sandboxd: &Path,
+    mut progress: impl FnMut(&str),
+) -> Result<SandboxImage, DockerError> {
+    let started = Instant::now();
+    let (base_id, base_user) = match docker.inspect_image(base).await {
+        Ok(inspect) => (
+            inspect.id.unwrap_or_default(),
+            inspect.config.and_then(|c| c.user).unwrap_or_default(),
+        ),
+        Err(e) if super::is_not_found(&e) => {
+            return Err(DockerError::ImageMissing {
+                image: base.to_string(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let binary = tokio::fs::read(sandboxd)
+        .await
+        .map_err(|source| DockerError::SandboxdBinary {
+            path: sandboxd.to_path_buf(),
+            source,
+        })?;
+    let digest = hex(&Sha256::new()
+        .chain_update(base_id.as_bytes())
+        .chain_update(&binary)
+        .finalize()[..8]);
+    let version = env!("CARGO_PKG_VERSION");
+    let tag = format!("{REPOSITORY}:{version}-{digest}");
+    if docker.inspect_image(&tag).await.is_ok() {
+        return Ok(SandboxImage {
+            tag,
+            built: false,
+            elapsed: started.elapsed(),
+        });
+    }
+
+    let dockerfile = dockerfile(base, &base_user, version);
+    let context = [
+        ContextFile::new("Dockerfile", dockerfile.as_bytes(), 0o644),
+        ContextFile::new("sandboxd", &binary, 0o755),
+    ];
+    build(docker, &tag, &context, &HashMap::new(), &mut progress).await?;
+    // A build that ends without an error but without the tag is still a failure.
+    docker
+        .inspect_image(&tag)
+        .await
+        .map_err(|e| DockerError::Build(format!("{tag} was not created: {e}")))?;
+    Ok(SandboxImage {
+        tag,
+        built: true,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The thin layer, in as few steps as possible: each costs an intermediate container and a
+/// commit, seconds on some storage drivers (and build-option labels would add one step per
+/// label). The base may lack our user: add `openhands` (uid 1000) where missing, with sudo where
+/// the base has it. `USER root` only when the base runs as someone else.
+fn dockerfile(base: &str, base_user: &str, version: &str) -> String {
+    let become_root = match base_user {
+        "" | "root" | "0" | "0:0" | "root:root" => "",
+        _ => "USER root\n",
+    };
+    format!(
+        r#"FROM {base}
+{become_root}COPY sandboxd {SANDBOXD_PATH}
+RUN set -e; \
+    if ! id -u {SANDBOX_USER} >/dev/null 2>&1; then \
+      if command -v useradd >/dev/null 2>&1; then useradd -m -u {SANDBOX_UID} -U -s /bin/bash {SANDBOX_USER}; \
+      else adduser -D -u {SANDBOX_UID} -s /bin/bash {SANDBOX_USER}; fi; \
+    fi; \
+    if [ -d /etc/sudoers.d ] && [ ! -e /etc/sudoers.d/{SANDBOX_USER} ]; then \
+      echo '{SANDBOX_USER} ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/{SANDBOX_USER}; chmod 0440 /etc/sudoers.d/{SANDBOX_USER}; \
+    fi; \
+    mkdir -p {WORKSPACE}; chown {SANDBOX_UID}:{SANDBOX_UID} {WORKSPACE}; \
+    {SANDBOXD_PATH} --version >/dev/null
+LABEL {version_label}="{version}" {base_label}="{base}"
+"#,
+        version_label = labels::SANDBOXD_VERSION,
+        base_label = labels::BASE_IMAGE,
+    )
+}
+
+/// A file of a build context.
+#[derive(Debug, Clone, Copy)]
+pub struct ContextFile<'a> {
+    name: &'a str,
+    data: &'a [u8],
+    mode: u32,
+}
+
+impl<'a> ContextFile<'a> {
+    /// A file `name` (a relative path) with these contents and permission bits.
+    pub fn new(name: &'a str, data: &'a [u8], mode: u32) -> ContextFile<'a> {
+        ContextFile { name, data, mode }
+    }
+}
+
+/// Builds the image `tag` from an in-memory context (which holds a `Dockerfile`), with `labels`
+/// on the result, passing each line the build prints to `progress`. No registry is consulted: `FROM` must name a local
+/// image.
+pub async fn build(
+    docker: &Docker,
+    tag: &str,
+    context: &[ContextFile<'_>],
+    labels: &HashMap<&str, &str>,
+    mut progress: impl FnMut(&str),
+) -> Result<(), DockerError> {
+    let archive = pack(context)
+        .map_err(|e| DockerError::Build(format!("cannot pack the build context: {e}")))?;
+    let options = BuildImageOptionsBuilder::default()
+        .t(tag)
+        .rm(true)
+        .forcerm(true)
+        .labels(labels)
+        .build();
+    let mut stream = docker.build_image(options, None, Some(bollard::body_full(archive.into())));
+    let mut tail = Vec::new();
+    while let Some(info) = stream.next().await {
+        let info = info.map_err(|e| DockerError::Build(e.to_string()))?;
+        if let Some(detail) = info.error_detail {
+            let message = detail.message.unwrap_or_default();
+            return Err(DockerError::Build(format!(
+                "{message}\n{}",
+                tail.join("\n")
+            )));
+        }
+        for line in info.stream.iter().flat_map(|s| s.lines()) {
+            let line = line.trim_end();
+            if line.is_empty() {
+                continue;
+            }
+            progress(line);
+            tail.push(line.to_string());
+            if tail.len() > 20 {
+                tail.remove(0);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn pack(files: &[ContextFile<'_>]) -> std::io::Result<Vec<u8>> {
+    let size = files.iter().map(|f| f.data.len() + 1024).sum();
+    let mut tar = tar::Builder::new(Vec::with_capacity(size));
+    for file in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(file.data.len() as u64);
+        header.set_mode(file.mode);
+        header.set_mtime(0);
+        header.set_cksum();
+        tar.append_data(&mut header, file.name, file.data)?;
+    }
+    tar.into_inner()
+}
+
+/// Imports a root filesystem tarball (`stream`, e.g. a file or stdin) as the image `tag`
+/// (`repo:tag`), as `docker import` does; returns the new image's id.
+pub async fn import_rootfs<S>(docker: &Docker, stream: S, tag: &str) -> Result<String, DockerError>
+where
+    S: Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static,
+{
+    let (repo, version) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
+    let options = CreateImageOptionsBuilder::default()
+        .from_src("-")
+        .repo(repo)
+        .tag(version)
+        .changes(vec!["CMD [\"/bin/bash\"]".to_string()])
+        .build();
+    let infos: Vec<_> = docker
+        .create_image(Some(options), Some(bollard::body_try_stream(stream)), None)
+        .try_collect()
+        .await
+        .map_err(|e| DockerError::Build(format!("import failed: {e}")))?;
+    let id = infos
+        .iter()
+        .rev()
+        .find_map(|i| i.status.clone())
+        .unwrap_or_default();
+    Ok(id)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+mod secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_context_holds_the_dockerfile_and_an_executable_sandboxd() {
+        let context = pack(&[
+            ContextFile::new("Dockerfile", b"FROM x\n", 0o644),
+            ContextFile::new("sandboxd", b"\x7fELF", 0o755),
+        ])
+        .unwrap();
+        let mut archive = tar::Archive::new(context.as_slice());
+        let entries: Vec<(String, u32, u64)> = archive
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let h = e.header();
+                (
+                    e.path().unwrap().display().to_string(),
+                    h.mode().unwrap(),
+                    h.size().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            entries,
+            vec![
+                ("Dockerfile".to_string(), 0o644, 7),
+                ("sandboxd".to_string(), 0o755, 4)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_dockerfile_adds_the_user_only_where_missing() {
+        let text = dockerfile("debian:bookworm-slim", "", "9.9.9");
+        assert!(text.starts_with("FROM debian:bookworm-slim\nCOPY sandboxd "));
+        assert!(text.contains("if ! id -u openhands"));
+        assert!(text.contains(r#"dev.sandboxd.version="9.9.9""#));
+        let text = dockerfile("app:1", "app", "9.9.9");
+        assert!(text.starts_with("FROM app:1\nUSER root\nCOPY sandboxd "));
+    }
+}

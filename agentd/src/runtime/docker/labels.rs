@@ -1,0 +1,116 @@
+//! The labels that mark our containers and networks, and the owner process they record, so that
+//! the sandboxes of an agentd that died can be found and removed (`agentd sandbox gc`).
+
+use std::collections::HashMap;
+
+/// Every label of ours starts with this.
+pub const PREFIX: &str = "dev.sandboxd.";
+/// Present (value `true`) on everything this runtime creates.
+pub const MANAGED: &str = "dev.sandboxd.managed";
+/// The process that owns a sandbox (`PID:START:BOOT_ID`); absent for detached sandboxes,
+/// which live until `agentd sandbox down`.
+pub const OWNER: &str = "dev.sandboxd.owner";
+/// The host directory holding sandboxd's socket, for a sandbox without network access.
+pub const SOCKET_DIR: &str = "dev.sandboxd.socket-dir";
+/// On sandbox images: the sandboxd version inside.
+pub const SANDBOXD_VERSION: &str = "dev.sandboxd.version";
+/// On sandbox images: the base image they were built from.
+pub const BASE_IMAGE: &str = "dev.sandboxd.base";
+
+/// The `label=` filter that selects everything we manage.
+pub fn managed_filter() -> HashMap<String, Vec<String>> {
+    HashMap::from([("label".to_string(), vec![format!("{MANAGED}=true")])])
+}
+
+/// A process, identified so that a recycled pid or a reboot is not mistaken for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pid: u32,
+    /// Start time in clock ticks since boot (`/proc/PID/stat`, field 22).
+    start: u64,
+    boot_id: String,
+}
+
+impl Owner {
+    /// This process. `None` where `/proc` cannot tell (the sandbox is then detached).
+    pub fn current() -> Option<Owner> {
+        let pid = std::process::id();
+        Some(Owner {
+            pid,
+            start: start_time(pid)?,
+            boot_id: boot_id()?,
+        })
+    }
+
+    /// Parses the [`OWNER`] label.
+    pub fn parse(label: &str) -> Option<Owner> {
+        let mut parts = label.splitn(3, ':');
+        Some(Owner {
+            pid: parts.next()?.parse().ok()?,
+            start: parts.next()?.parse().ok()?,
+            boot_id: parts.next()?.to_string(),
+        })
+    }
+
+    /// The [`OWNER`] label's value.
+    pub fn label(&self) -> String {
+        format!("{}:{}:{}", self.pid, self.start, self.boot_id)
+    }
+
+    /// The owner's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Whether the owner still runs: same boot, and its pid still has the same start time.
+    pub fn is_alive(&self) -> bool {
+        boot_id().as_deref() == Some(self.boot_id.as_str())
+            && start_time(self.pid) == Some(self.start)
+    }
+}
+
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces and parentheses: count from its end.
+    let after_comm = &stat[stat.rfind(')')? + 2..];
+    after_comm.split(' ').nth(19)?.parse().ok()
+}
+
+fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_round_trips() {
+        let me = Owner::current().expect("/proc is readable");
+        assert!(me.is_alive());
+        assert_eq!(Owner::parse(&me.label()), Some(me));
+    }
+
+    #[test]
+    fn a_recycled_pid_or_another_boot_is_not_the_owner() {
+        let me = Owner::current().unwrap();
+        let recycled = Owner {
+            start: me.start + 1,
+            ..me.clone()
+        };
+        assert!(!recycled.is_alive());
+        let rebooted = Owner {
+            boot_id: "another-boot".to_string(),
+            ..me
+        };
+        assert!(!rebooted.is_alive());
+    }
+
+    #[test]
+    fn malformed_labels_are_not_owners() {
+        assert_eq!(Owner::parse("12"), None);
+        assert_eq!(Owner::parse("x:1:b"), None);
+    }
+}

@@ -1,0 +1,598 @@
+//! The Docker runtime: one hardened container per sandbox, running sandboxd, created and
+//! removed through the Docker API (bollard).
+//!
+//! A sandbox is ready when sandboxd says it listens (its first stdout line, read from the
+//! container's log stream: no polling) and `/alive` answers through the port published on
+//! loopback, or, for a sandbox without network, through a Unix socket in a host directory
+//! mounted into it. Every container carries our labels ([`labels`]); those of a dead owner are
+//! found and removed by [`DockerRuntime::gc`].
+
+pub mod config;
+pub mod image;
+pub mod labels;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::models::ContainerInspectResponse;
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
+    LogsOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions, WaitContainerOptions,
+};
+use client::SandboxClient;
+use futures_util::StreamExt;
+
+use config::SANDBOXD_PORT;
+pub use config::{Limits, Network, SandboxConfig};
+use labels::Owner;
+
+/// Errors of the Docker runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerError {
+    /// The engine could not be reached or refused a request (retrying may help if it was
+    /// restarting).
+    #[error("Docker engine: {0}")]
+    Engine(#[from] bollard::errors::Error),
+    /// The image does not exist in the engine (no registry is consulted).
+    #[error(
+        "image {image} is not in the Docker engine (build the base with images/base/build.sh, or docker load/import it)"
+    )]
+    ImageMissing {
+        /// The image asked for.
+        image: String,
+    },
+    /// No sandboxd binary to put into an image.
+    #[error(
+        "cannot read the sandboxd binary {path}: {source} (build it with images/build-sandboxd.sh and pass --sandboxd or AGENTD_SANDBOXD_BIN)"
+    )]
+    SandboxdBinary {
+        /// Where it was looked for.
+        path: std::path::PathBuf,
+        /// Why it could not be read.
+        source: std::io::Error,
+    },
+    /// Building a sandbox image failed; the message ends with the build's last lines.
+    #[error("building the sandbox image failed: {0}")]
+    Build(String),
+    /// The configuration asks for something this runtime cannot do.
+    #[error("unsupported sandbox configuration: {0}")]
+    Unsupported(String),
+    /// The container started but sandboxd did not become ready; it has been removed.
+    #[error("sandbox {id} did not become ready: {reason}\n--- last container output ---\n{logs}")]
+    NotReady {
+        /// Container id.
+        id: String,
+        /// What happened (exited with a status, timed out...).
+        reason: String,
+        /// The container's last output lines.
+        logs: String,
+    },
+    /// No managed sandbox has this id or name.
+    #[error("no sandbox {0}")]
+    NoSuchSandbox(String),
+    /// The container lacks what a sandbox has (port, key); it was not made by this runtime or
+    /// has stopped.
+    #[error("sandbox {id} cannot be reached: {reason}")]
+    Unreachable {
+        /// Container id.
+        id: String,
+        /// What is missing.
+        reason: String,
+    },
+    /// The directory for a sandbox's socket could not be made.
+    #[error("cannot prepare the socket directory {path}: {source}")]
+    SocketDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The OS gave no randomness for a session key.
+    #[error("no randomness for a session key: {0}")]
+    Entropy(String),
+    /// The sandbox's HTTP client could not be built.
+    #[error(transparent)]
+    Client(#[from] client::ClientError),
+}
+
+/// A running sandbox: where it answers and the key it wants.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Sandbox {
+    /// Container id.
+    pub id: String,
+    /// Container name.
+    pub name: String,
+    /// sandboxd's base URL, reachable from this host.
+    pub url: String,
+    /// Its session API key (`X-Session-API-Key`).
+    pub session_api_key: String,
+    /// The image it runs.
+    pub image: String,
+}
+
+impl Sandbox {
+    /// A client for its sandboxd.
+    pub fn client(&self) -> Result<SandboxClient, DockerError> {
+        Ok(SandboxClient::new(
+            &self.url,
+            Some(self.session_api_key.clone()),
+        )?)
+    }
+}
+
+/// One managed container as `agentd sandbox ls` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SandboxSummary {
+    /// Container id.
+    pub id: String,
+    /// Container name.
+    pub name: String,
+    /// Image.
+    pub image: String,
+    /// Engine state (`running`, `exited`...).
+    pub state: String,
+    /// sandboxd's URL when it is running and reachable from this host.
+    pub url: Option<String>,
+    /// Pid of the owning agentd; `None` for a detached sandbox.
+    pub owner_pid: Option<u32>,
+    /// Whether the owner is gone (the sandbox is an orphan for [`DockerRuntime::gc`]).
+    pub orphaned: bool,
+}
+
+/// What [`DockerRuntime::gc`] removes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GcPolicy {
+    /// Also running detached sandboxes (everything we manage).
+    pub all: bool,
+}
+
+/// The Docker runtime: a connection to the engine, which must run on this host (published
+/// ports are bound to its loopback, sockets live in its file system).
+#[derive(Debug, Clone)]
+pub struct DockerRuntime {
+    docker: Docker,
+    /// Parent of the per-sandbox socket directories ([`Network::None`]); private to this user.
+    socket_root: PathBuf,
+}
+
+impl DockerRuntime {
+    /// Connects to the engine at `DOCKER_HOST` or the local socket (nothing is sent yet).
+    /// Socket directories go under `$XDG_RUNTIME_DIR/agentd`, else `$TMPDIR/agentd-UID`.
+    pub fn connect() -> Result<DockerRuntime, DockerError> {
+        let socket_root = match std::env::var_os("XDG_RUNTIME_DIR") {
+            Some(dir) => PathBuf::from(dir).join("agentd"),
+            None => std::env::temp_dir().join(format!("agentd-{}", current_uid())),
+        };
+        Ok(DockerRuntime {
+            docker: Docker::connect_with_defaults()?,
+            socket_root,
+        })
+    }
+
+    /// A fresh directory for one sandbox's socket: the root is this user's alone (0700); the
+    /// directory itself is writable by the sandbox user, which creates the socket in it.
+    fn socket_dir(&self, name: &str) -> Result<PathBuf, DockerError> {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let io = |source| DockerError::SocketDir {
+            path: self.socket_root.clone(),
+            source,
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.socket_root)
+            .map_err(io)?;
+        let dir = self.socket_root.join(name);
+        std::fs::DirBuilder::new()
+            .mode(0o777)
+            .create(&dir)
+            .map_err(io)?;
+        // The umask may have taken bits away.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
+        Ok(dir)
+    }
+
+    /// The engine connection, for image operations ([`image`]).
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// Creates, starts and waits for a sandbox. With `owner`, the sandbox belongs to that
+    /// process and becomes an orphan when it dies; without, it lives until [`Self::down`].
+    /// On any failure nothing is left behind.
+    pub async fn up(
+        &self,
+        config: &SandboxConfig,
+        owner: Option<&Owner>,
+    ) -> Result<Sandbox, DockerError> {
+        if !config.egress_allow.is_empty() {
+            return Err(DockerError::Unsupported(
+                "an egress allow-list needs a filtering proxy, which this runtime does not provide yet; use network none or bridge".to_string(),
+            ));
+        }
+        if !image::is_sandbox_image(&self.docker, &config.image).await? {
+            return Err(DockerError::Unsupported(format!(
+                "{} has no sandboxd; make it a sandbox image first (agentd image build --base {})",
+                config.image, config.image
+            )));
+        }
+        let suffix = random_hex(6)?;
+        let name = config
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("sandbox-{suffix}"));
+        let mut ours = HashMap::from([(labels::MANAGED.to_string(), "true".to_string())]);
+        if let Some(owner) = owner {
+            ours.insert(labels::OWNER.to_string(), owner.label());
+        }
+        let socket_dir = match config.network {
+            Network::Bridge => None,
+            Network::None => {
+                let dir = self.socket_dir(&name)?;
+                ours.insert(labels::SOCKET_DIR.to_string(), dir.display().to_string());
+                Some(dir)
+            }
+        };
+        let key = random_hex(32)?;
+        let body = config.container_body(&key, config.all_labels(ours), socket_dir.as_deref());
+        let options = CreateContainerOptionsBuilder::default().name(&name).build();
+        let id = match self.docker.create_container(Some(options), body).await {
+            Ok(created) => created.id,
+            Err(e) => {
+                if let Some(dir) = &socket_dir {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                return Err(e.into());
+            }
+        };
+        match self.start_and_wait(&id, config.ready_timeout).await {
+            Ok(url) => Ok(Sandbox {
+                id,
+                name,
+                url,
+                session_api_key: key,
+                image: config.image.clone(),
+            }),
+            Err(e) => {
+                self.remove(&id).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn start_and_wait(&self, id: &str, timeout: Duration) -> Result<String, DockerError> {
+        // Follow the output from the start, so the "listening" line cannot be missed.
+        let mut logs = self.docker.logs(
+            id,
+            Some(
+                LogsOptionsBuilder::default()
+                    .follow(true)
+                    .stdout(true)
+                    .stderr(true)
+                    .build(),
+            ),
+        );
+        let mut exited = self.docker.wait_container(id, None::<WaitContainerOptions>);
+        self.docker
+            .start_container(id, None::<StartContainerOptions>)
+            .await?;
+        let not_ready = |reason: String| async move {
+            DockerError::NotReady {
+                id: id.to_string(),
+                reason,
+                logs: self.tail_logs(id, 20).await,
+            }
+        };
+        let listening = async {
+            let mut pending = String::new();
+            while let Some(chunk) = logs.next().await {
+                let Ok(chunk) = chunk else { break };
+                pending.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+                if pending.contains("sandboxd listening on") {
+                    return true;
+                }
+                if let Some(last_newline) = pending.rfind('\n') {
+                    pending.drain(..=last_newline);
+                }
+            }
+            false
+        };
+        tokio::select! {
+            ready = listening => if !ready {
+                // The output ends when the container exits: report how it exited.
+                let status = tokio::time::timeout(Duration::from_secs(5), exited.next()).await;
+                let reason = match status {
+                    Ok(status) => exit_reason(status),
+                    Err(_) => "its output ended before sandboxd listened".to_string(),
+                };
+                return Err(not_ready(reason).await);
+            },
+            status = exited.next() => return Err(not_ready(exit_reason(status)).await),
+            () = tokio::time::sleep(timeout) => {
+                return Err(not_ready(format!("sandboxd did not listen within {timeout:?}")).await);
+            }
+        }
+        let inspect = self.inspect(id).await?;
+        let url = url_of(&inspect).ok_or_else(|| DockerError::Unreachable {
+            id: id.to_string(),
+            reason: "no published port or network address".to_string(),
+        })?;
+        let client = SandboxClient::new(&url, None)?;
+        if let Err(e) = client.wait_until_alive(Duration::from_secs(10)).await {
+            return Err(not_ready(format!("{url}/alive did not answer: {e}")).await);
+        }
+        Ok(url)
+    }
+
+    /// The managed sandbox with this id, id prefix or name, with its URL and key.
+    pub async fn get(&self, id_or_name: &str) -> Result<Sandbox, DockerError> {
+        let inspect = match self
+            .docker
+            .inspect_container(id_or_name, None::<InspectContainerOptions>)
+            .await
+        {
+            Ok(inspect) if is_managed(&inspect) => inspect,
+            Ok(_) => return Err(DockerError::NoSuchSandbox(id_or_name.to_string())),
+            Err(e) if is_not_found(&e) => {
+                return Err(DockerError::NoSuchSandbox(id_or_name.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let id = inspect.id.clone().unwrap_or_default();
+        let config = inspect.config.clone().unwrap_or_default();
+        let session_api_key = config
+            .env
+            .iter()
+            .flatten()
+            .find_map(|kv| kv.strip_prefix("SESSION_API_KEY=").map(str::to_string))
+            .ok_or_else(|| DockerError::Unreachable {
+                id: id.clone(),
+                reason: "it has no SESSION_API_KEY".to_string(),
+            })?;
+        let url = url_of(&inspect).ok_or_else(|| DockerError::Unreachable {
+            id: id.clone(),
+            reason: "it is not running".to_string(),
+        })?;
+        Ok(Sandbox {
+            name: container_name(&inspect),
+            image: config.image.unwrap_or_default(),
+            id,
+            url,
+            session_api_key,
+        })
+    }
+
+    /// Every managed sandbox, running or not.
+    pub async fn list(&self) -> Result<Vec<SandboxSummary>, DockerError> {
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&labels::managed_filter())
+            .build();
+        let containers = self.docker.list_containers(Some(options)).await?;
+        Ok(containers
+            .into_iter()
+            .map(|c| {
+                let owner = c
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(labels::OWNER))
+                    .and_then(|o| Owner::parse(o));
+                let socket = c.labels.as_ref().and_then(|l| l.get(labels::SOCKET_DIR));
+                let url = match socket {
+                    Some(dir) => Some(format!("unix:{dir}/{}", config::SOCKET_NAME)),
+                    None => c.ports.iter().flatten().find_map(|p| {
+                        (p.private_port == SANDBOXD_PORT)
+                            .then_some(p.public_port)
+                            .flatten()
+                            .map(|port| format!("http://127.0.0.1:{port}"))
+                    }),
+                };
+                SandboxSummary {
+                    id: c.id.unwrap_or_default(),
+                    name: c
+                        .names
+                        .iter()
+                        .flatten()
+                        .next()
+                        .map(|n| n.trim_start_matches('/').to_string())
+                        .unwrap_or_default(),
+                    image: c.image.unwrap_or_default(),
+                    state: c.state.map(|s| s.to_string()).unwrap_or_default(),
+                    url,
+                    owner_pid: owner.as_ref().map(Owner::pid),
+                    orphaned: owner.as_ref().is_some_and(|o| !o.is_alive()),
+                }
+            })
+            .collect())
+    }
+
+    /// Stops and removes a sandbox (and its private network).
+    pub async fn down(&self, id_or_name: &str) -> Result<(), DockerError> {
+        let inspect = match self
+            .docker
+            .inspect_container(id_or_name, None::<InspectContainerOptions>)
+            .await
+        {
+            Ok(inspect) if is_managed(&inspect) => inspect,
+            Ok(_) => return Err(DockerError::NoSuchSandbox(id_or_name.to_string())),
+            Err(e) if is_not_found(&e) => {
+                return Err(DockerError::NoSuchSandbox(id_or_name.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.remove_inspected(&inspect).await
+    }
+
+    /// Removes the sandboxes whose owner is gone, detached ones that have stopped (exited or
+    /// dead; one still being created is left alone), and socket directories left behind; with
+    /// `policy.all`, every managed sandbox. Returns the removed container ids.
+    pub async fn gc(&self, policy: GcPolicy) -> Result<Vec<String>, DockerError> {
+        let mut removed = Vec::new();
+        for sandbox in self.list().await? {
+            let stopped = matches!(sandbox.state.as_str(), "exited" | "dead");
+            let detached = sandbox.owner_pid.is_none();
+            if policy.all || sandbox.orphaned || (detached && stopped) {
+                match self.down(&sandbox.id).await {
+                    Ok(()) | Err(DockerError::NoSuchSandbox(_)) => removed.push(sandbox.id),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        // Socket directories whose container went away some other way.
+        let live: Vec<String> = self.list().await?.into_iter().map(|s| s.name).collect();
+        if let Ok(entries) = std::fs::read_dir(&self.socket_root) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !live.contains(&name) {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    async fn remove_inspected(
+        &self,
+        inspect: &ContainerInspectResponse,
+    ) -> Result<(), DockerError> {
+        let id = inspect.id.clone().unwrap_or_default();
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        match self.docker.remove_container(&id, Some(options)).await {
+            Ok(()) => {}
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(dir) = label(inspect, labels::SOCKET_DIR) {
+            match std::fs::remove_dir_all(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(DockerError::SocketDir {
+                        path: dir.into(),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Best-effort removal on a failure path (the error being reported matters more).
+    async fn remove(&self, id: &str) {
+        match self.inspect(id).await {
+            Ok(inspect) => {
+                if let Err(e) = self.remove_inspected(&inspect).await {
+                    tracing::warn!(%id, error = %e, "could not remove a failed sandbox");
+                }
+            }
+            Err(e) => tracing::warn!(%id, error = %e, "could not inspect a failed sandbox"),
+        }
+    }
+
+    async fn inspect(&self, id: &str) -> Result<ContainerInspectResponse, DockerError> {
+        Ok(self
+            .docker
+            .inspect_container(id, None::<InspectContainerOptions>)
+            .await?)
+    }
+
+    /// The container's last `lines` lines of output, for error messages.
+    pub async fn tail_logs(&self, id: &str, lines: usize) -> String {
+        let options = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .tail(&lines.to_string())
+            .build();
+        let mut out = String::new();
+        let mut logs = self.docker.logs(id, Some(options));
+        while let Some(Ok(chunk)) = logs.next().await {
+            out.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+        }
+        out
+    }
+}
+
+/// Says how a container's wait ended.
+fn exit_reason(
+    status: Option<Result<bollard::models::ContainerWaitResponse, bollard::errors::Error>>,
+) -> String {
+    match status {
+        Some(Ok(s)) => format!("the container exited with status {}", s.status_code),
+        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => {
+            format!("the container exited with status {code}")
+        }
+        Some(Err(e)) => format!("waiting for the container failed: {e}"),
+        None => "the container stopped".to_string(),
+    }
+}
+
+/// Where sandboxd answers: its socket, or the port published on loopback.
+fn url_of(inspect: &ContainerInspectResponse) -> Option<String> {
+    if let Some(dir) = label(inspect, labels::SOCKET_DIR) {
+        return Some(format!("unix:{dir}/{}", config::SOCKET_NAME));
+    }
+    let port = format!("{SANDBOXD_PORT}/tcp");
+    inspect
+        .network_settings
+        .as_ref()?
+        .ports
+        .as_ref()?
+        .get(&port)?
+        .as_ref()?
+        .first()?
+        .host_port
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .map(|p| format!("http://127.0.0.1:{p}"))
+}
+
+fn label<'a>(inspect: &'a ContainerInspectResponse, key: &str) -> Option<&'a str> {
+    inspect
+        .config
+        .as_ref()?
+        .labels
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+fn is_managed(inspect: &ContainerInspectResponse) -> bool {
+    label(inspect, labels::MANAGED) == Some("true")
+}
+
+fn container_name(inspect: &ContainerInspectResponse) -> String {
+    inspect
+        .name
+        .as_deref()
+        .unwrap_or_default()
+        .trim_start_matches('/')
+        .to_string()
+}
+
+pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
+    matches!(
+        e,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
+}
+
+/// Random hex from the OS: session keys must be unguessable, so there is no fallback.
+fn random_hex(bytes: usize) -> Result<String, DockerError> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| DockerError::Entropy(e.to_string()))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn current_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    // The owner of our own /proc entry is our uid, without unsafe code or a libc binding.
+    std::fs::metadata("/proc/self").map_or(0, |m| m.uid())
+}

@@ -1,0 +1,111 @@
+//! Shared set-up for the Docker tests: the sandbox image (built once per run from the base that
+//! `images/base/build.sh` imports) and sandboxes that are removed even when a test fails.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use agentd::runtime::docker::config::DEFAULT_BASE_IMAGE;
+use agentd::runtime::docker::image::ensure_sandbox_image;
+use agentd::runtime::docker::labels::Owner;
+use agentd::runtime::docker::{DockerRuntime, Sandbox, SandboxConfig};
+use client::{ObservationExt, SandboxClient};
+use tokio::sync::OnceCell;
+
+/// The base image; `AGENTD_TEST_BASE` overrides.
+pub fn base_image() -> String {
+    std::env::var("AGENTD_TEST_BASE").unwrap_or_else(|_| DEFAULT_BASE_IMAGE.to_string())
+}
+
+/// The sandboxd put into images: `AGENTD_SANDBOXD_BIN` (CI: the static build), else this
+/// workspace's debug build.
+pub fn sandboxd_binary() -> PathBuf {
+    std::env::var_os("AGENTD_SANDBOXD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
+        })
+}
+
+/// The agentd binary under test.
+pub fn agentd() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    command.env("AGENTD_SANDBOXD_BIN", sandboxd_binary());
+    command
+}
+
+static IMAGE: OnceCell<String> = OnceCell::const_new();
+
+/// The sandbox image of this run (built on first use, reused by tag afterwards).
+pub async fn sandbox_image() -> String {
+    IMAGE
+        .get_or_init(|| async {
+            let docker = DockerRuntime::connect().expect("Docker engine");
+            ensure_sandbox_image(docker.docker(), &base_image(), &sandboxd_binary(), |_| {})
+                .await
+                .unwrap_or_else(|e| panic!("cannot make the sandbox image: {e}"))
+                .tag
+        })
+        .await
+        .clone()
+}
+
+/// A config for the test image with `edit` applied.
+pub async fn config(edit: impl FnOnce(&mut SandboxConfig)) -> SandboxConfig {
+    let mut config = SandboxConfig {
+        image: sandbox_image().await,
+        plugins: Vec::new(),
+        ..SandboxConfig::default()
+    };
+    edit(&mut config);
+    config
+}
+
+/// A running sandbox, removed on drop.
+pub struct Running {
+    pub sandbox: Sandbox,
+    pub client: SandboxClient,
+    _cleanup: Cleanup,
+}
+
+impl Running {
+    /// Brings a sandbox up, owned by the test process so that a concurrent `gc` leaves it be.
+    pub async fn up(config: &SandboxConfig) -> Running {
+        let docker = DockerRuntime::connect().expect("Docker engine");
+        let sandbox = docker
+            .up(config, Owner::current().as_ref())
+            .await
+            .unwrap_or_else(|e| panic!("sandbox did not come up: {e}"));
+        let client = sandbox.client().expect("client");
+        Running {
+            _cleanup: Cleanup(sandbox.id.clone()),
+            sandbox,
+            client,
+        }
+    }
+
+    /// Runs `command` and returns (exit code, output).
+    pub async fn sh(&self, command: &str) -> (i64, String) {
+        let obs = self.client.run(command, Some(60.0)).await.expect("run");
+        (obs.exit_code().expect("a run observation"), obs.content)
+    }
+}
+
+/// Removes a container when a test ends, however it ends (with the Docker CLI: drop cannot
+/// wait for async work).
+pub struct Cleanup(pub String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = Command::new("docker")
+            .args(["rm", "-f", "-v", &self.0])
+            .output();
+    }
+}
+
+/// Whether the engine knows a container with this id.
+pub fn container_exists(id: &str) -> bool {
+    Command::new("docker")
+        .args(["inspect", "--type", "container", id])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}

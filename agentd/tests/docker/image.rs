@@ -1,0 +1,70 @@
+//! Bring your own image: a base without our user becomes a sandbox image in one thin layer,
+//! which is reused on the next call.
+
+use std::collections::HashMap;
+
+use agentd::runtime::docker::DockerRuntime;
+use agentd::runtime::docker::image::{self, ContextFile, ensure_sandbox_image, is_sandbox_image};
+
+use crate::common::{Running, base_image, config, sandboxd_binary};
+
+#[tokio::test]
+async fn a_base_without_our_user_becomes_a_sandbox_image_once() {
+    let docker = DockerRuntime::connect().unwrap();
+    // A "new" base: no openhands user, no sudoers entry, a unique label so its id is new.
+    let base = format!("sandboxd-test-base:{}", std::process::id());
+    let dockerfile = format!(
+        "FROM {}\nRUN userdel -r openhands && rm -f /etc/sudoers.d/openhands && rm -rf /workspace\nLABEL test.run=\"{base}\"\n",
+        base_image()
+    );
+    let context = [ContextFile::new("Dockerfile", dockerfile.as_bytes(), 0o644)];
+    image::build(docker.docker(), &base, &context, &HashMap::new(), |_| {})
+        .await
+        .unwrap();
+    assert!(!is_sandbox_image(docker.docker(), &base).await.unwrap());
+
+    let mut lines = 0;
+    let first = ensure_sandbox_image(docker.docker(), &base, &sandboxd_binary(), |_| lines += 1)
+        .await
+        .unwrap();
+    assert!(first.built);
+    assert!(lines > 0, "no progress was reported");
+    println!("sandbox image from a new base built in {:?}", first.elapsed);
+    assert!(is_sandbox_image(docker.docker(), &first.tag).await.unwrap());
+
+    let again = ensure_sandbox_image(docker.docker(), &base, &sandboxd_binary(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.tag.as_str(), again.built),
+        (first.tag.as_str(), false)
+    );
+
+    let sandbox = Running::up(&config(|c| c.image = first.tag.clone()).await).await;
+    let (code, out) = sandbox
+        .sh("id -u -n && pwd && test -w /workspace && echo ok")
+        .await;
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.trim(), "openhands\n/workspace\nok");
+    drop(sandbox);
+
+    for image in [&first.tag, &base] {
+        let _ = std::process::Command::new("docker")
+            .args(["rmi", "-f", image])
+            .output();
+    }
+}
+
+#[tokio::test]
+async fn a_missing_base_is_a_clear_error() {
+    let docker = DockerRuntime::connect().unwrap();
+    let err = ensure_sandbox_image(
+        docker.docker(),
+        "sandboxd-no-such-base:1",
+        &sandboxd_binary(),
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("images/base/build.sh"), "{err}");
+}

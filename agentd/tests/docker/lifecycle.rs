@@ -1,0 +1,226 @@
+//! Coming up, going down, failing to come up, and the garbage collection of orphans, through
+//! the library and through the `agentd sandbox` CLI.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use agentd::runtime::docker::labels::Owner;
+use agentd::runtime::docker::{DockerError, DockerRuntime, GcPolicy};
+use serde_json::Value;
+
+use crate::common::{Cleanup, Running, agentd, config, container_exists, sandbox_image};
+
+#[tokio::test]
+async fn down_removes_the_container_and_its_socket_directory() {
+    let docker = DockerRuntime::connect().unwrap();
+    let sandbox = docker
+        .up(
+            &config(|c| c.network = agentd::runtime::docker::Network::None).await,
+            None,
+        )
+        .await
+        .unwrap();
+    let _cleanup = Cleanup(sandbox.id.clone());
+    let socket = sandbox.url.strip_prefix("unix:").unwrap().to_string();
+    assert!(std::path::Path::new(&socket).exists());
+    docker.down(&sandbox.name).await.unwrap();
+    assert!(!container_exists(&sandbox.id));
+    assert!(!std::path::Path::new(&socket).parent().unwrap().exists());
+    assert!(matches!(
+        docker.down(&sandbox.id).await,
+        Err(DockerError::NoSuchSandbox(_))
+    ));
+}
+
+#[tokio::test]
+async fn the_port_is_published_on_loopback_only() {
+    let sandbox = Running::up(&config(|_| {}).await).await;
+    assert!(sandbox.sandbox.url.starts_with("http://127.0.0.1:"));
+    let out = std::process::Command::new("docker")
+        .args([
+            "inspect",
+            "-f",
+            "{{json .HostConfig.PortBindings}}",
+            &sandbox.sandbox.id,
+        ])
+        .output()
+        .unwrap();
+    let bindings: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(bindings["8000/tcp"][0]["HostIp"], "127.0.0.1");
+    // The key is required.
+    let anonymous = client::SandboxClient::new(&sandbox.sandbox.url, None).unwrap();
+    let err = anonymous.run("true", None).await.unwrap_err();
+    assert_eq!(err.status(), Some(403));
+}
+
+#[tokio::test]
+async fn a_sandbox_that_never_listens_is_reported_with_its_output_and_removed() {
+    let docker = DockerRuntime::connect().unwrap();
+    let config = config(|c| {
+        // sandboxd cannot bind a socket there and exits.
+        c.env.insert(
+            "SANDBOXD_UNIX_SOCKET".to_string(),
+            "/proc/no-such-dir/sandboxd.sock".to_string(),
+        );
+        c.name = Some(format!("sandbox-broken-{}", std::process::id()));
+    })
+    .await;
+    let owner = Owner::current();
+    let err = docker.up(&config, owner.as_ref()).await.unwrap_err();
+    let DockerError::NotReady { id, reason, logs } = &err else {
+        panic!("unexpected error: {err}");
+    };
+    assert!(reason.contains("exited with status"), "{reason}");
+    assert!(logs.contains("/proc/no-such-dir/sandboxd.sock"), "{logs}");
+    assert!(
+        !container_exists(id),
+        "the failed container was left behind"
+    );
+}
+
+#[tokio::test]
+async fn an_egress_allow_list_is_refused_not_ignored() {
+    let docker = DockerRuntime::connect().unwrap();
+    let config = config(|c| c.egress_allow = vec!["pypi.org".to_string()]).await;
+    let err = docker.up(&config, None).await.unwrap_err();
+    assert!(matches!(err, DockerError::Unsupported(_)), "{err}");
+}
+
+#[tokio::test]
+async fn the_cli_brings_up_lists_runs_in_and_takes_down_a_sandbox() {
+    let image = sandbox_image().await;
+    let out = agentd()
+        .args(["sandbox", "up", "--no-jupyter", "--json", "--image", &image])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sandbox: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = sandbox["id"].as_str().unwrap().to_string();
+    let _cleanup = Cleanup(id.clone());
+    let name = sandbox["name"].as_str().unwrap();
+    assert!(sandbox["session_api_key"].as_str().unwrap().len() >= 32);
+
+    let ls = agentd().args(["sandbox", "ls", "--json"]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&ls.stdout).unwrap();
+    let entry = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id.as_str())
+        .expect("listed");
+    assert_eq!(entry["state"], "running");
+    assert_eq!(entry["owner_pid"], Value::Null);
+
+    let exec = agentd()
+        .args([
+            "sandbox", "exec", name, "--", "echo", "hi", "&&", "exit", "3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(exec.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&exec.stdout).contains("hi"));
+
+    let down = agentd().args(["sandbox", "down", &id]).output().unwrap();
+    assert!(down.status.success());
+    assert!(!container_exists(&id));
+    let again = agentd().args(["sandbox", "down", &id]).output().unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no sandbox"));
+}
+
+#[tokio::test]
+async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
+    let image = sandbox_image().await;
+    // A detached sandbox, which gc must keep.
+    let docker = DockerRuntime::connect().unwrap();
+    let detached = docker.up(&config(|_| {}).await, None).await.unwrap();
+    let _cleanup = Cleanup(detached.id.clone());
+    // An owned one: `up --attach` stays in the foreground as its owner.
+    let mut owner = agentd()
+        .args([
+            "sandbox",
+            "up",
+            "--attach",
+            "--no-jupyter",
+            "--json",
+            "--image",
+            &image,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(owner.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let owned: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    let owned_id = owned["id"].as_str().unwrap().to_string();
+    let _owned_cleanup = Cleanup(owned_id.clone());
+
+    // While the owner lives, gc leaves it alone.
+    let removed = docker.gc(GcPolicy::default()).await.unwrap();
+    assert!(!removed.contains(&owned_id));
+    assert!(container_exists(&owned_id));
+
+    owner.kill().unwrap(); // SIGKILL: no clean-up.
+    owner.wait().unwrap();
+    let listed = docker.list().await.unwrap();
+    let entry = listed
+        .iter()
+        .find(|s| s.id == owned_id)
+        .expect("still there");
+    assert!(entry.orphaned);
+
+    let gc = agentd().args(["sandbox", "gc", "--json"]).output().unwrap();
+    assert!(gc.status.success());
+    let report: Value = serde_json::from_slice(&gc.stdout).unwrap();
+    let removed: Vec<&str> = report["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(removed.contains(&owned_id.as_str()), "{report}");
+    assert!(!removed.contains(&detached.id.as_str()), "{report}");
+    assert!(!container_exists(&owned_id));
+    assert!(container_exists(&detached.id));
+}
+
+#[tokio::test]
+async fn attach_removes_its_sandbox_on_sigterm() {
+    let image = sandbox_image().await;
+    let mut owner = agentd()
+        .args([
+            "sandbox",
+            "up",
+            "--attach",
+            "--no-jupyter",
+            "--json",
+            "--image",
+            &image,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(owner.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let id = serde_json::from_str::<Value>(&line).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let _cleanup = Cleanup(id.clone());
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &owner.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(owner.wait().unwrap().success());
+    assert!(!container_exists(&id));
+}

@@ -1,0 +1,111 @@
+//! A sandbox does what sandboxd does, inside its container: bash, IPython, files, its
+//! workspace mount; and it runs hardened.
+
+use std::os::unix::fs::chown;
+
+use client::ObservationExt;
+
+use crate::common::{Running, config};
+
+#[tokio::test]
+async fn a_sandbox_runs_bash_ipython_and_files_in_its_workspace() {
+    let workspace = tempfile::tempdir().unwrap();
+    chown(workspace.path(), Some(1000), Some(1000)).unwrap();
+    std::fs::write(
+        workspace.path().join("from-host.txt"),
+        "hello from the host\n",
+    )
+    .unwrap();
+    let sandbox = Running::up(
+        &config(|c| {
+            c.workspace = Some(workspace.path().to_path_buf());
+            c.plugins = vec!["jupyter".to_string()];
+        })
+        .await,
+    )
+    .await;
+
+    let (code, out) = sandbox.sh("pwd && whoami && cat from-host.txt").await;
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.trim(), "/workspace\nopenhands\nhello from the host");
+
+    // Files written in the sandbox appear on the host, owned by the sandbox user.
+    let obs = sandbox
+        .client
+        .write("/workspace/from-sandbox.txt", "written inside\n")
+        .await
+        .unwrap();
+    assert!(!obs.is_error(), "{obs:?}");
+    let on_host = workspace.path().join("from-sandbox.txt");
+    assert!(
+        std::fs::read_to_string(&on_host)
+            .unwrap()
+            .starts_with("written inside\n")
+    );
+    let read = sandbox
+        .client
+        .read("/workspace/from-host.txt")
+        .await
+        .unwrap();
+    assert!(read.content.contains("hello from the host"), "{read:?}");
+
+    // The kernel is real, and runs in the container.
+    let cell = serde_json::json!({
+        "action": "run_ipython",
+        "args": {"code": "import os, getpass\nprint(getpass.getuser(), os.getcwd(), 6 * 7)"}
+    });
+    let obs = sandbox.client.execute_json(&cell).await.unwrap();
+    assert_eq!(obs["observation"], "run_ipython", "{obs}");
+    let content = obs["content"].as_str().unwrap();
+    assert!(content.contains("openhands /workspace 42"), "{content}");
+}
+
+#[tokio::test]
+async fn a_sandbox_cannot_see_host_files_and_holds_no_privileges() {
+    // A file on the host, outside any mount.
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "host secret").unwrap();
+    let sandbox = Running::up(&config(|_| {}).await).await;
+
+    let (code, out) = sandbox
+        .sh(&format!("cat {} ; echo status=$?", secret.path().display()))
+        .await;
+    assert_eq!(code, 0);
+    assert!(out.contains("No such file"), "{out}");
+    assert!(!out.contains("host secret"), "{out}");
+
+    let (_, status) = sandbox
+        .sh("grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status")
+        .await;
+    assert!(status.contains("CapEff:\t0000000000000000"), "{status}");
+    assert!(status.contains("CapBnd:\t0000000000000000"), "{status}");
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    // No way up: sudo is setuid, which no-new-privileges disarms.
+    let (code, out) = sandbox.sh("sudo -n true 2>&1").await;
+    assert_ne!(code, 0, "sudo worked: {out}");
+    // PID 1 is the init that reaps orphans, not sandboxd.
+    let (_, init) = sandbox.sh("tr '\\0' ' ' < /proc/1/cmdline").await;
+    assert!(init.starts_with("/sbin/docker-init"), "{init}");
+}
+
+#[tokio::test]
+async fn orphaned_zombies_are_reaped() {
+    let sandbox = Running::up(&config(|_| {}).await).await;
+    // A grandchild that exits after its parent: it is re-parented to PID 1, which must reap it.
+    let (code, _) = sandbox
+        .sh("for i in 1 2 3; do (sleep 0.1 &); done; sleep 1")
+        .await;
+    assert_eq!(code, 0);
+    let (_, zombies) = sandbox.sh("ps -eo stat= | grep -c '^Z' || true").await;
+    assert_eq!(zombies.trim(), "0");
+}
+
+#[tokio::test]
+async fn sudo_can_be_granted() {
+    let sandbox = Running::up(&config(|c| c.sudo = true).await).await;
+    let (code, out) = sandbox
+        .sh("sudo -n whoami && sudo -n touch /etc/granted")
+        .await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("root"), "{out}");
+}
