@@ -12,5 +12,5 @@ pub mod event;
 pub mod observation;
 
 pub use action::{Action, ActionKind, ActionType};
-pub use event::{EventSource, ToolCallMetadata};
+pub use event::{AgentState, Event, EventSource, ToolCallMetadata};
 pub use observation::{CmdOutputMetadata, Observation, ObservationKind};

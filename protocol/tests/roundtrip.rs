@@ -63,3 +63,36 @@ fn run_observation_has_the_reference_shape() {
     let back: Observation = serde_json::from_value(value).unwrap();
     assert_eq!(back, obs);
 }
+
+#[test]
+fn events_are_told_apart_by_their_type_key() {
+    use protocol::{AgentState, Event};
+    let action: Event = serde_json::from_str(
+        r#"{"id": 3, "source": "agent", "action": "finish", "args": {"final_thought": "done"}}"#,
+    )
+    .unwrap();
+    assert!(matches!(action, Event::Action(_)));
+    assert_eq!((action.id(), action.type_name()), (Some(3), "finish"));
+    let obs: Event = serde_json::from_str(
+        r#"{"id": 4, "cause": 3, "source": "environment", "observation": "agent_state_changed",
+            "content": "", "extras": {"agent_state": "finished", "reason": ""}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        (obs.cause(), obs.type_name()),
+        (Some(3), "agent_state_changed")
+    );
+    let back: Event = serde_json::from_str(&serde_json::to_string(&obs).unwrap()).unwrap();
+    assert_eq!(back, obs);
+    assert_eq!(
+        AgentState::parse("awaiting_user_input"),
+        Some(AgentState::AwaitingUserInput)
+    );
+    assert_eq!(AgentState::RateLimited.as_str(), "rate_limited");
+    let recall: Event = serde_json::from_str(
+        r#"{"observation": "recall", "content": "", "extras": {"recall_type": "knowledge",
+            "microagent_knowledge": [{"name": "git", "trigger": "git", "content": "..."}]}}"#,
+    )
+    .unwrap();
+    assert_eq!(recall.type_name(), "recall");
+}
