@@ -3,4 +3,5 @@
 //! So far: [`runtime::docker`], hardened sandbox containers through the Docker API, and the
 //! sandbox images they run.
 
+pub mod events;
 pub mod runtime;

@@ -1,0 +1,274 @@
+//! The event stream: the one ordered, append-only record of a session (OpenHands V0's
+//! EventStream). Every action and observation is numbered, time-stamped, written to disk and
+//! only then delivered to the subscribers (controller, runtime, memory, the CLI's printer), each
+//! through its own channel, so a slow or failed subscriber never holds up the others.
+//!
+//! On disk a session is `DIR/events.jsonl`: one event's JSON per line, appended as the stream
+//! grows ([`store`]). Reading it back after a crash keeps every complete line; a torn last line
+//! (the process died mid-write) is detected, cut off and logged, never fatal.
+
+mod store;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use protocol::{Event, EventSource};
+use tokio::sync::mpsc;
+
+pub use store::StoreError;
+use store::Store;
+
+/// Selects events from a stream (all conditions must hold).
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Lowest id, inclusive.
+    pub start_id: Option<i64>,
+    /// Highest id, inclusive.
+    pub end_id: Option<i64>,
+    /// Wire types (`run`, `message`, `agent_state_changed`...); empty means any.
+    pub types: Vec<String>,
+    /// Who produced them.
+    pub source: Option<EventSource>,
+    /// Newest first.
+    pub reverse: bool,
+    /// At most this many.
+    pub limit: Option<usize>,
+}
+
+impl EventFilter {
+    fn matches(&self, event: &Event) -> bool {
+        (self.types.is_empty() || self.types.iter().any(|t| t == event.type_name()))
+            && self.source.is_none_or(|s| event.source() == Some(s))
+    }
+}
+
+/// A session's event stream; clones share it.
+#[derive(Debug, Clone)]
+pub struct EventStream {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// Every event, in id order; `events[i]` has id `i`.
+    events: Vec<Arc<Event>>,
+    store: Option<Store>,
+    subscribers: Vec<mpsc::UnboundedSender<Arc<Event>>>,
+}
+
+impl EventStream {
+    /// A stream kept in memory only (tests, benchmarks).
+    pub fn in_memory() -> EventStream {
+        EventStream::from_parts(Vec::new(), None)
+    }
+
+    /// Opens the persisted stream in `dir` (created if missing), reading back what it holds.
+    pub fn open(dir: &Path) -> Result<EventStream, StoreError> {
+        let (store, events) = Store::open(dir)?;
+        Ok(EventStream::from_parts(events, Some(store)))
+    }
+
+    fn from_parts(events: Vec<Event>, store: Option<Store>) -> EventStream {
+        EventStream {
+            inner: Arc::new(Mutex::new(Inner {
+                events: events.into_iter().map(Arc::new).collect(),
+                store,
+                subscribers: Vec::new(),
+            })),
+        }
+    }
+
+    /// Appends `event` from `source`: assigns the next id and the time, writes it to disk, then
+    /// delivers it to every subscriber. Returns the stored event.
+    pub fn add(
+        &self,
+        event: impl Into<Event>,
+        source: EventSource,
+    ) -> Result<Arc<Event>, StoreError> {
+        let mut event = event.into();
+        let mut inner = self.lock();
+        let id = inner.events.len() as i64;
+        let timestamp = now();
+        match &mut event {
+            Event::Action(a) => {
+                a.id = Some(id);
+                a.timestamp = Some(timestamp);
+                a.source = Some(source);
+            }
+            Event::Observation(o) => {
+                o.id = Some(id);
+                o.timestamp = Some(timestamp);
+                o.source = Some(source);
+            }
+        }
+        if let Some(store) = &mut inner.store {
+            store.append(&event)?;
+        }
+        let event = Arc::new(event);
+        inner.events.push(event.clone());
+        // A subscriber that went away is dropped; the others are not affected.
+        inner
+            .subscribers
+            .retain(|tx| tx.send(event.clone()).is_ok());
+        Ok(event)
+    }
+
+    /// Every event added from now on, in id order.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<Event>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.lock().subscribers.push(tx);
+        rx
+    }
+
+    /// How many events the stream holds.
+    pub fn len(&self) -> usize {
+        self.lock().events.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The newest event's id.
+    pub fn latest_id(&self) -> Option<i64> {
+        self.lock().events.len().checked_sub(1).map(|n| n as i64)
+    }
+
+    /// The event with this id.
+    pub fn get(&self, id: i64) -> Option<Arc<Event>> {
+        let index = usize::try_from(id).ok()?;
+        self.lock().events.get(index).cloned()
+    }
+
+    /// The `n` newest events, oldest first.
+    pub fn last(&self, n: usize) -> Vec<Arc<Event>> {
+        let inner = self.lock();
+        let start = inner.events.len().saturating_sub(n);
+        inner.events[start..].to_vec()
+    }
+
+    /// Events `start..=end` (to the newest without `end`).
+    pub fn range(&self, start: i64, end: Option<i64>) -> Vec<Arc<Event>> {
+        self.search(&EventFilter {
+            start_id: Some(start),
+            end_id: end,
+            ..EventFilter::default()
+        })
+    }
+
+    /// The events `filter` selects.
+    pub fn search(&self, filter: &EventFilter) -> Vec<Arc<Event>> {
+        let inner = self.lock();
+        let len = inner.events.len() as i64;
+        let start = filter.start_id.unwrap_or(0).clamp(0, len) as usize;
+        let end = filter.end_id.map_or(len, |e| (e + 1).clamp(0, len)) as usize;
+        let slice = if start < end {
+            &inner.events[start..end]
+        } else {
+            &[]
+        };
+        let limit = filter.limit.unwrap_or(usize::MAX);
+        let pick = |e: &&Arc<Event>| filter.matches(e);
+        if filter.reverse {
+            slice.iter().rev().filter(pick).take(limit).cloned().collect()
+        } else {
+            slice.iter().filter(pick).take(limit).cloned().collect()
+        }
+    }
+
+    /// Every event, oldest first.
+    pub fn all(&self) -> Vec<Arc<Event>> {
+        self.lock().events.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave `Inner` half-updated (each update is one
+        // push), so a poisoned lock is still usable.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The time in OpenHands' format (`datetime.isoformat()`, UTC, microseconds).
+fn now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6f")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::action::{ActionKind, MessageArgs};
+    use protocol::{Action, Observation};
+
+    fn message(text: &str) -> Action {
+        Action::from(ActionKind::Message(MessageArgs {
+            content: text.to_string(),
+            ..MessageArgs::default()
+        }))
+    }
+
+    #[test]
+    fn events_are_numbered_stamped_and_attributed() {
+        let stream = EventStream::in_memory();
+        let first = stream.add(message("hi"), EventSource::User).unwrap();
+        let second = stream.add(message("ho"), EventSource::Agent).unwrap();
+        assert_eq!((first.id(), second.id()), (Some(0), Some(1)));
+        assert_eq!(second.source(), Some(EventSource::Agent));
+        let Event::Action(a) = &*second else { panic!() };
+        assert_eq!(a.timestamp.as_ref().unwrap().len(), 26, "{:?}", a.timestamp);
+        assert_eq!(stream.latest_id(), Some(1));
+    }
+
+    #[tokio::test]
+    async fn subscribers_get_every_event_in_order_and_a_gone_one_hurts_nobody() {
+        let stream = EventStream::in_memory();
+        let mut a = stream.subscribe();
+        let b = stream.subscribe();
+        drop(b);
+        for i in 0..100 {
+            stream
+                .add(message(&i.to_string()), EventSource::User)
+                .unwrap();
+        }
+        for i in 0..100 {
+            assert_eq!(a.recv().await.unwrap().id(), Some(i));
+        }
+    }
+
+    #[test]
+    fn search_filters_by_range_type_and_source() {
+        let stream = EventStream::in_memory();
+        for i in 0..10 {
+            stream.add(message(&i.to_string()), EventSource::User).unwrap();
+            let obs: Observation =
+                serde_json::from_str(r#"{"observation": "null", "content": "", "extras": {}}"#)
+                    .unwrap();
+            stream.add(obs, EventSource::Environment).unwrap();
+        }
+        let ids = |events: Vec<Arc<Event>>| -> Vec<i64> {
+            events.iter().filter_map(|e| e.id()).collect()
+        };
+        assert_eq!(ids(stream.range(3, Some(5))), vec![3, 4, 5]);
+        assert_eq!(ids(stream.last(2)), vec![18, 19]);
+        let filter = EventFilter {
+            types: vec!["null".to_string()],
+            reverse: true,
+            limit: Some(3),
+            start_id: Some(4),
+            ..EventFilter::default()
+        };
+        assert_eq!(ids(stream.search(&filter)), vec![19, 17, 15]);
+        let filter = EventFilter {
+            source: Some(EventSource::User),
+            end_id: Some(4),
+            ..EventFilter::default()
+        };
+        assert_eq!(ids(stream.search(&filter)), vec![0, 2, 4]);
+        assert!(stream.range(50, None).is_empty());
+        assert!(stream.get(-1).is_none());
+    }
+}
