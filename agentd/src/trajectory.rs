@@ -1,0 +1,213 @@
+//! Trajectories: a session as a JSON array of its events, in OpenHands' trajectory shape (each
+//! element is the event's JSON, as in the stream). A recorded trajectory can be replayed: its
+//! agent actions are executed again in a fresh sandbox and the new observations compared with
+//! the recorded ones.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use protocol::{Action, Event, EventSource, Observation, ObservationKind};
+
+/// Errors reading or writing a trajectory file.
+#[derive(Debug, thiserror::Error)]
+pub enum TrajectoryError {
+    /// The file could not be read or written.
+    #[error("trajectory {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not a JSON array of events.
+    #[error("trajectory {path} is not a JSON array of events: {source}")]
+    Format {
+        /// The file.
+        path: String,
+        /// The decoding error.
+        source: serde_json::Error,
+    },
+}
+
+/// Writes `events` to `path` as a JSON array (atomically: a temporary file renamed into place).
+pub fn save(path: &Path, events: &[Arc<Event>]) -> Result<(), TrajectoryError> {
+    let io = |source| TrajectoryError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let list: Vec<&Event> = events.iter().map(|e| &**e).collect();
+    let json = serde_json::to_vec_pretty(&list).map_err(|source| TrajectoryError::Format {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, json).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// Reads a trajectory.
+pub fn load(path: &Path) -> Result<Vec<Event>, TrajectoryError> {
+    let text = std::fs::read(path).map_err(|source| TrajectoryError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    serde_json::from_slice(&text).map_err(|source| TrajectoryError::Format {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// The agent's actions, in order: what a replay re-executes.
+pub fn agent_actions(events: &[Event]) -> Vec<Action> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Action(a) if a.source == Some(EventSource::Agent) => Some(a.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The first user message (the task), if any.
+pub fn task(events: &[Event]) -> Option<String> {
+    events.iter().find_map(|e| match e {
+        Event::Action(a) if a.source == Some(EventSource::User) => match &a.kind {
+            protocol::ActionKind::Message(m) => Some(m.content.clone()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// One place where a replay saw something else than the recording.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Difference {
+    /// Position of the action among the agent's actions (0-based).
+    pub step: usize,
+    /// The action's type and its main argument (command, code, path).
+    pub action: String,
+    /// What the recording observed (type, exit code, content).
+    pub recorded: String,
+    /// What the replay observed.
+    pub replayed: String,
+}
+
+/// Compares the observations of each agent action in `recorded` with those in `replayed`,
+/// matched by order of the agent's actions. Ids, times, pids and host names are not compared:
+/// only the observation type, the exit code and the content.
+pub fn compare(recorded: &[Event], replayed: &[Event]) -> Vec<Difference> {
+    let recorded = observed(recorded);
+    let replayed = observed(replayed);
+    let mut differences = Vec::new();
+    for (step, (action, expected)) in recorded.iter().enumerate() {
+        let actual = replayed.get(step).and_then(|(_, o)| *o);
+        let (expected, actual) = (expected.map(summary), actual.map(summary));
+        if expected != actual {
+            differences.push(Difference {
+                step,
+                action: describe(action),
+                recorded: expected.unwrap_or_else(|| "(no observation)".to_string()),
+                replayed: actual.unwrap_or_else(|| "(no observation)".to_string()),
+            });
+        }
+    }
+    differences
+}
+
+/// Each agent action with the observation that answered it.
+fn observed(events: &[Event]) -> Vec<(&Action, Option<&Observation>)> {
+    let answers: std::collections::HashMap<i64, &Observation> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Observation(o) => Some((o.cause?, o)),
+            Event::Action(_) => None,
+        })
+        .collect();
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Action(a) if a.source == Some(EventSource::Agent) => {
+                Some((a, a.id.and_then(|id| answers.get(&id).copied())))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn summary(obs: &Observation) -> String {
+    let exit = match &obs.kind {
+        ObservationKind::Run(extras) => format!(" (exit {})", extras.metadata.exit_code),
+        _ => String::new(),
+    };
+    format!("{}{exit}: {}", obs.kind.type_name(), obs.content.trim_end())
+}
+
+fn describe(action: &Action) -> String {
+    use protocol::ActionKind as K;
+    let detail = match &action.kind {
+        K::Run(a) => a.command.clone(),
+        K::RunIpython(a) => a.code.clone(),
+        K::Read(a) => a.path.clone(),
+        K::Write(a) => a.path.clone(),
+        K::Edit(a) => format!("{} {}", a.command, a.path),
+        _ => String::new(),
+    };
+    format!("{} {}", action.kind.action_type().as_str(), detail)
+        .trim_end()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(json: &str) -> Vec<Event> {
+        serde_json::from_str(json).unwrap()
+    }
+
+    const RECORDED: &str = r#"[
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "say hi"}},
+        {"id": 1, "source": "agent", "action": "run", "args": {"command": "echo hi"}},
+        {"id": 2, "source": "environment", "cause": 1, "observation": "run", "content": "hi",
+         "extras": {"command": "echo hi", "metadata": {"exit_code": 0, "pid": 7, "username": "a",
+                    "hostname": "h1", "working_dir": "/w", "py_interpreter_path": null,
+                    "prefix": "", "suffix": ""}, "hidden": false}},
+        {"id": 3, "source": "agent", "action": "finish", "args": {"final_thought": "done"}}
+    ]"#;
+
+    #[test]
+    fn the_same_outcome_on_another_host_is_no_difference() {
+        let recorded = events(RECORDED);
+        let replayed = events(&RECORDED.replace("\"pid\": 7", "\"pid\": 9").replace("h1", "h2"));
+        assert_eq!(compare(&recorded, &replayed), vec![]);
+        assert_eq!(task(&recorded).as_deref(), Some("say hi"));
+        assert_eq!(agent_actions(&recorded).len(), 2);
+    }
+
+    #[test]
+    fn other_content_or_exit_code_is_reported() {
+        let recorded = events(RECORDED);
+        let replayed = events(
+            &RECORDED
+                .replace("\"content\": \"hi\"", "\"content\": \"ho\"")
+                .replace("\"exit_code\": 0", "\"exit_code\": 1"),
+        );
+        let diffs = compare(&recorded, &replayed);
+        assert_eq!(diffs.len(), 1);
+        assert_eq!(diffs[0].step, 0);
+        assert_eq!(diffs[0].action, "run echo hi");
+        assert_eq!(diffs[0].recorded, "run (exit 0): hi");
+        assert_eq!(diffs[0].replayed, "run (exit 1): ho");
+    }
+
+    #[test]
+    fn save_and_load_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        let recorded: Vec<Arc<Event>> = events(RECORDED).into_iter().map(Arc::new).collect();
+        save(&path, &recorded).unwrap();
+        let loaded = load(&path).unwrap();
+        assert_eq!(loaded.len(), 4);
+        assert_eq!(loaded[1], *recorded[1]);
+    }
+}
