@@ -3,6 +3,7 @@
 //! So far: [`runtime::docker`], hardened sandbox containers through the Docker API, and the
 //! sandbox images they run.
 
+pub mod display;
 pub mod events;
 pub mod runtime;
 pub mod trajectory;

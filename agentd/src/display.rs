@@ -1,0 +1,117 @@
+//! How events look on a terminal: one readable block per event, for `agentd run`'s live
+//! progress (`--json` prints the events themselves instead).
+
+use protocol::{ActionKind, Event, EventSource, ObservationKind};
+
+/// The longest observation text shown; the rest is summarised (the full text is in the
+/// session's event log).
+const MAX_SHOWN: usize = 2_000;
+
+/// One event as a person reads it: `#ID source  what`, then indented detail lines.
+pub fn render(event: &Event) -> String {
+    let id = event.id().map_or_else(|| "-".to_string(), |i| i.to_string());
+    let source = match event.source() {
+        Some(EventSource::Agent) => "agent",
+        Some(EventSource::User) => "user",
+        Some(EventSource::Environment) => "env",
+        None => "?",
+    };
+    let (head, body) = match event {
+        Event::Action(a) => {
+            let thought = thought(&a.kind);
+            let (head, body) = action(&a.kind);
+            let body = match thought {
+                Some(t) if !t.is_empty() => format!("({t})\n{body}"),
+                _ => body,
+            };
+            (head, body)
+        }
+        Event::Observation(o) => {
+            let head = match &o.kind {
+                ObservationKind::Run(extras) => format!("run → exit {}", extras.metadata.exit_code),
+                ObservationKind::AgentStateChanged(extras) if extras.reason.is_empty() => {
+                    format!("state → {}", extras.agent_state)
+                }
+                ObservationKind::AgentStateChanged(extras) => {
+                    format!("state → {} ({})", extras.agent_state, extras.reason)
+                }
+                other => other.type_name().to_string(),
+            };
+            (head, shorten(&o.content))
+        }
+    };
+    let mut out = format!("#{id:<4} {source:<5} {head}");
+    for line in body.lines() {
+        out.push_str("\n        ");
+        out.push_str(line);
+    }
+    out
+}
+
+fn action(kind: &ActionKind) -> (String, String) {
+    match kind {
+        ActionKind::Run(a) => ("run".into(), format!("$ {}", a.command)),
+        ActionKind::RunIpython(a) => ("run_ipython".into(), a.code.clone()),
+        ActionKind::Read(a) => (format!("read {}", a.path), String::new()),
+        ActionKind::Write(a) => (format!("write {}", a.path), shorten(&a.content)),
+        ActionKind::Edit(a) => (format!("edit {} {}", a.command, a.path), String::new()),
+        ActionKind::Message(m) => ("message".into(), m.content.clone()),
+        ActionKind::Finish(f) => ("finish".into(), f.final_thought.clone()),
+        other => (other.action_type().as_str().to_string(), String::new()),
+    }
+}
+
+fn thought(kind: &ActionKind) -> Option<&str> {
+    match kind {
+        ActionKind::Run(a) => Some(&a.thought),
+        ActionKind::RunIpython(a) => Some(&a.thought),
+        ActionKind::Think(a) => Some(&a.thought),
+        ActionKind::Finish(a) => Some(&a.thought),
+        _ => None,
+    }
+}
+
+fn shorten(text: &str) -> String {
+    let text = text.trim_end();
+    if text.len() <= MAX_SHOWN {
+        return text.to_string();
+    }
+    let mut cut = MAX_SHOWN;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{}\n[… {} more characters in the event log]",
+        &text[..cut],
+        text.len() - cut
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_and_observations_read_well() {
+        let action: Event = serde_json::from_str(
+            r#"{"id": 3, "source": "agent", "action": "run",
+                "args": {"command": "ls", "thought": "look around"}}"#,
+        )
+        .unwrap();
+        assert_eq!(render(&action), "#3    agent run\n        (look around)\n        $ ls");
+        let obs: Event = serde_json::from_str(
+            r#"{"id": 4, "source": "environment", "cause": 3, "observation": "run",
+                "content": "a\nb", "extras": {"command": "ls", "metadata": {"exit_code": 0,
+                "pid": -1, "username": null, "hostname": null, "working_dir": null,
+                "py_interpreter_path": null, "prefix": "", "suffix": ""}, "hidden": false}}"#,
+        )
+        .unwrap();
+        assert_eq!(render(&obs), "#4    env   run → exit 0\n        a\n        b");
+    }
+
+    #[test]
+    fn long_output_is_summarised() {
+        let long = "x".repeat(MAX_SHOWN + 10);
+        assert!(shorten(&long).ends_with("[… 10 more characters in the event log]"));
+    }
+}
