@@ -9,7 +9,9 @@ const MAX_SHOWN: usize = 2_000;
 
 /// One event as a person reads it: `#ID source  what`, then indented detail lines.
 pub fn render(event: &Event) -> String {
-    let id = event.id().map_or_else(|| "-".to_string(), |i| i.to_string());
+    let id = event
+        .id()
+        .map_or_else(|| "-".to_string(), |i| i.to_string());
     let source = match event.source() {
         Some(EventSource::Agent) => "agent",
         Some(EventSource::User) => "user",
@@ -98,7 +100,10 @@ mod tests {
                 "args": {"command": "ls", "thought": "look around"}}"#,
         )
         .unwrap();
-        assert_eq!(render(&action), "#3    agent run\n        (look around)\n        $ ls");
+        assert_eq!(
+            render(&action),
+            "#3    agent run\n        (look around)\n        $ ls"
+        );
         let obs: Event = serde_json::from_str(
             r#"{"id": 4, "source": "environment", "cause": 3, "observation": "run",
                 "content": "a\nb", "extras": {"command": "ls", "metadata": {"exit_code": 0,
@@ -106,7 +111,10 @@ mod tests {
                 "py_interpreter_path": null, "prefix": "", "suffix": ""}, "hidden": false}}"#,
         )
         .unwrap();
-        assert_eq!(render(&obs), "#4    env   run → exit 0\n        a\n        b");
+        assert_eq!(
+            render(&obs),
+            "#4    env   run → exit 0\n        a\n        b"
+        );
     }
 
     #[test]

@@ -178,7 +178,11 @@ mod tests {
     #[test]
     fn the_same_outcome_on_another_host_is_no_difference() {
         let recorded = events(RECORDED);
-        let replayed = events(&RECORDED.replace("\"pid\": 7", "\"pid\": 9").replace("h1", "h2"));
+        let replayed = events(
+            &RECORDED
+                .replace("\"pid\": 7", "\"pid\": 9")
+                .replace("h1", "h2"),
+        );
         assert_eq!(compare(&recorded, &replayed), vec![]);
         assert_eq!(task(&recorded).as_deref(), Some("say hi"));
         assert_eq!(agent_actions(&recorded).len(), 2);

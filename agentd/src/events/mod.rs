@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use protocol::{Event, EventSource};
 use tokio::sync::mpsc;
 
-pub use store::StoreError;
 use store::Store;
+pub use store::StoreError;
 
 /// Selects events from a stream (all conditions must hold).
 #[derive(Debug, Clone, Default)]
@@ -171,7 +171,13 @@ impl EventStream {
         let limit = filter.limit.unwrap_or(usize::MAX);
         let pick = |e: &&Arc<Event>| filter.matches(e);
         if filter.reverse {
-            slice.iter().rev().filter(pick).take(limit).cloned().collect()
+            slice
+                .iter()
+                .rev()
+                .filter(pick)
+                .take(limit)
+                .cloned()
+                .collect()
         } else {
             slice.iter().filter(pick).take(limit).cloned().collect()
         }
@@ -243,7 +249,9 @@ mod tests {
     fn search_filters_by_range_type_and_source() {
         let stream = EventStream::in_memory();
         for i in 0..10 {
-            stream.add(message(&i.to_string()), EventSource::User).unwrap();
+            stream
+                .add(message(&i.to_string()), EventSource::User)
+                .unwrap();
             let obs: Observation =
                 serde_json::from_str(r#"{"observation": "null", "content": "", "extras": {}}"#)
                     .unwrap();

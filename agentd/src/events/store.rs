@@ -77,21 +77,16 @@ impl Store {
     pub(super) fn append(&mut self, event: &Event) -> Result<(), StoreError> {
         let mut line = serde_json::to_vec(event)?;
         line.push(b'\n');
-        self.file
-            .write_all(&line)
-            .map_err(|source| StoreError::Io {
-                path: self.path.clone(),
-                source,
-            })
+        self.file.write_all(&line).map_err(|source| StoreError::Io {
+            path: self.path.clone(),
+            source,
+        })
     }
 }
 
 /// Reads every complete event. Returns them, the byte length of the good prefix, and why the
 /// tail was torn (if it was).
-fn read_events(
-    file: &File,
-    path: &Path,
-) -> Result<(Vec<Event>, u64, Option<String>), StoreError> {
+fn read_events(file: &File, path: &Path) -> Result<(Vec<Event>, u64, Option<String>), StoreError> {
     let mut reader = BufReader::new(file);
     let mut events = Vec::new();
     let mut good_len = 0u64;
@@ -154,7 +149,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stream = EventStream::open(dir.path()).unwrap();
         for i in 0..5 {
-            stream.add(message(&i.to_string()), EventSource::User).unwrap();
+            stream
+                .add(message(&i.to_string()), EventSource::User)
+                .unwrap();
         }
         let before = stream.all();
         drop(stream);
@@ -169,7 +166,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stream = EventStream::open(dir.path()).unwrap();
         for i in 0..3 {
-            stream.add(message(&i.to_string()), EventSource::User).unwrap();
+            stream
+                .add(message(&i.to_string()), EventSource::User)
+                .unwrap();
         }
         drop(stream);
         let path = dir.path().join(FILE_NAME);
@@ -181,7 +180,11 @@ mod tests {
 
         let stream = EventStream::open(dir.path()).unwrap();
         assert_eq!(stream.len(), 3);
-        assert_eq!(std::fs::read(&path).unwrap(), whole, "the torn tail is gone");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            whole,
+            "the torn tail is gone"
+        );
         assert_eq!(
             stream.add(message("3"), EventSource::User).unwrap().id(),
             Some(3)
@@ -195,7 +198,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stream = EventStream::open(dir.path()).unwrap();
         for i in 0..3 {
-            stream.add(message(&i.to_string()), EventSource::User).unwrap();
+            stream
+                .add(message(&i.to_string()), EventSource::User)
+                .unwrap();
         }
         drop(stream);
         let path = dir.path().join(FILE_NAME);
@@ -204,9 +209,6 @@ mod tests {
         assert_ne!(damaged, text);
         std::fs::write(&path, damaged).unwrap();
         let err = EventStream::open(dir.path()).unwrap_err();
-        assert!(
-            matches!(err, StoreError::Corrupt { line: 2, .. }),
-            "{err}"
-        );
+        assert!(matches!(err, StoreError::Corrupt { line: 2, .. }), "{err}");
     }
 }

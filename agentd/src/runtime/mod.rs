@@ -1,4 +1,273 @@
-//! Where sandboxes live. Only this module knows: the rest of agentd talks to a sandbox through
-//! its URL and key (the `client` crate).
+//! Where sandboxes live. Only this module knows: the rest of agentd hands a [`Runtime`] the
+//! runnable actions and gets observations back, whether the sandbox is a sandboxd child process
+//! on this host ([`RuntimeKind::Local`]), a Docker container ([`RuntimeKind::Docker`], see
+//! [`docker`]) or a sandboxd someone else runs ([`RuntimeKind::Remote`]).
+//!
+//! A [`Runtime`] owns what it started: [`Runtime::close`] stops it, and dropping a runtime
+//! without closing it (an early return, a panic) still kills the local process group or removes
+//! the container.
 
+mod container;
 pub mod docker;
+mod local;
+mod remote;
+mod sandbox;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use sandbox::{Runtime, SandboxDeath};
+
+/// Where a [`Runtime`]'s sandbox runs.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// sandboxd as a child process on this host, as the current user, no isolation.
+    #[default]
+    Local,
+    /// sandboxd in a hardened Docker container (see [`docker`]).
+    Docker,
+    /// A sandboxd at a URL, started and stopped by someone else.
+    Remote,
+}
+
+impl RuntimeKind {
+    /// The configuration name (`local`, `docker`, `remote`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RuntimeKind::Local => "local",
+            RuntimeKind::Docker => "docker",
+            RuntimeKind::Remote => "remote",
+        }
+    }
+}
+
+impl fmt::Display for RuntimeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How to get a sandbox. [`Default`] is a local sandboxd in the current directory.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Which runtime.
+    pub kind: RuntimeKind,
+    /// The host directory the sandbox works in. Local: the shell's working directory (default:
+    /// the current directory). Docker: mounted at `/workspace` unless `docker.workspace` is set
+    /// (default: nothing mounted). Remote: ignored.
+    pub workspace: Option<PathBuf>,
+    /// The sandboxd binary: run by the local runtime, put into images by the Docker runtime
+    /// when `docker.image` is a base image. Default:
+    /// [`docker::image::default_sandboxd_binary`] (`AGENTD_SANDBOXD_BIN`, else `sandboxd` next
+    /// to the running executable).
+    pub sandboxd_binary: Option<PathBuf>,
+    /// Local runtime settings.
+    pub local: LocalConfig,
+    /// Docker runtime settings; `image` may be a sandbox image or a base image (made a sandbox
+    /// image on start). Its `ready_timeout` is replaced by `startup_timeout`.
+    pub docker: docker::SandboxConfig,
+    /// Remote runtime: sandboxd's base URL (`http://host:port` or `unix:/path.sock`).
+    pub remote_url: Option<String>,
+    /// Remote runtime: its session API key, if it wants one.
+    pub remote_api_key: Option<String>,
+    /// Longest wait for the sandbox to answer `/alive` after it was started (or, for a remote
+    /// sandbox, after we first try it). Does not bound building a Docker image.
+    pub startup_timeout: Duration,
+    /// The hard timeout given to actions that carry none (OpenHands' `sandbox.timeout`); `None`
+    /// sends them without one (no HTTP deadline either).
+    pub default_action_timeout: Option<Duration>,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> RuntimeConfig {
+        RuntimeConfig {
+            kind: RuntimeKind::Local,
+            workspace: None,
+            sandboxd_binary: None,
+            local: LocalConfig::default(),
+            docker: docker::SandboxConfig::default(),
+            remote_url: None,
+            remote_api_key: None,
+            startup_timeout: Duration::from_secs(60),
+            default_action_timeout: Some(Duration::from_secs(120)),
+        }
+    }
+}
+
+/// Settings of the local runtime's sandboxd.
+#[derive(Debug, Clone, Default)]
+pub struct LocalConfig {
+    /// Python interpreter of the IPython kernel; it must import ipykernel (sandboxd's
+    /// `--python`; default: `SANDBOXD_PYTHON`, else `python3` on `PATH`).
+    pub python: Option<PathBuf>,
+    /// sandboxd plugins; `jupyter` starts the kernel at once instead of on the first cell.
+    pub plugins: Vec<String>,
+    /// Extra environment of sandboxd and everything it runs.
+    pub env: BTreeMap<String, String>,
+    /// Start bash without profile and rc files (faster, and independent of the user's dotfiles).
+    pub no_login_shell: bool,
+}
+
+/// Why a [`Runtime`] could not start, or did not stop cleanly. Each variant says whether trying
+/// again can help.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The configuration lacks something or contradicts itself. Fix it; retrying cannot help.
+    #[error("invalid runtime configuration: {0}")]
+    Config(String),
+    /// No sandboxd binary was given or found. Retrying cannot help.
+    #[error(
+        "no sandboxd binary: set it in the configuration (--sandboxd), set AGENTD_SANDBOXD_BIN, or put sandboxd next to agentd"
+    )]
+    NoSandboxd,
+    /// The sandboxd binary could not be started. Retrying cannot help until it is fixed.
+    #[error("cannot start {}: {source}", .binary.display())]
+    Spawn {
+        /// The binary.
+        binary: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A host file or directory the runtime needs could not be made or used.
+    #[error("{what} {}: {source}", .path.display())]
+    Io {
+        /// What it is for.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The local sandboxd exited, or printed something unexpected, before it listened; the
+    /// message ends with its last output. Retrying rarely helps.
+    #[error("sandboxd did not start: {reason}{}", tail(.output))]
+    NotStarted {
+        /// What happened.
+        reason: String,
+        /// sandboxd's last stderr lines.
+        output: String,
+    },
+    /// The sandbox did not answer within the startup timeout. Retrying with a longer timeout
+    /// can help.
+    #[error("the sandbox at {url} did not become ready within {:?}: {reason}{}", .waited, tail(.output))]
+    StartTimeout {
+        /// Where it was expected (or the binary, if it never said where it listens).
+        url: String,
+        /// How long we waited.
+        waited: Duration,
+        /// The last failure.
+        reason: String,
+        /// Its last output, when we have it.
+        output: String,
+    },
+    /// The sandbox refused our session API key. Retrying cannot help; check the key.
+    #[error("the sandbox at {url} refused the session API key (HTTP {status}: {detail})")]
+    Unauthorized {
+        /// The sandbox.
+        url: String,
+        /// The status it answered with.
+        status: u16,
+        /// Its message.
+        detail: String,
+    },
+    /// The sandbox died; see [`SandboxDeath`]. Retrying cannot help: start a new runtime.
+    #[error("the sandbox died: {0}")]
+    Died(SandboxDeath),
+    /// The sandbox did not answer (it may be restarting, or the network is down). Retrying can
+    /// help.
+    #[error("the sandbox at {url} does not answer: {source}")]
+    Unreachable {
+        /// The sandbox.
+        url: String,
+        /// Why.
+        source: client::ClientError,
+    },
+    /// The local sandboxd could not be stopped (it did not exit after SIGKILL: a process stuck
+    /// in the kernel). Retrying can help.
+    #[error("sandboxd (pid {pid}) did not exit after SIGKILL")]
+    Stuck {
+        /// Its pid.
+        pid: u32,
+    },
+    /// The Docker runtime failed; its error says whether retrying helps.
+    #[error(transparent)]
+    Docker(#[from] docker::DockerError),
+    /// The sandbox's client could not be made (a bad URL or key). Retrying cannot help.
+    #[error(transparent)]
+    Client(#[from] client::ClientError),
+    /// The OS gave no randomness for a session key. Retrying may help.
+    #[error("no randomness for a session key: {0}")]
+    Entropy(String),
+}
+
+/// ` (last output: ...)` for an error message, or nothing.
+fn tail(output: &str) -> String {
+    let output = output.trim_end();
+    if output.is_empty() {
+        String::new()
+    } else {
+        format!("\n--- last output ---\n{output}")
+    }
+}
+
+/// The `error_id`s of the error observations [`Runtime::execute`] makes itself (sandboxd's own
+/// error observations carry `""`).
+pub mod error_id {
+    /// The action is not one a sandbox runs (`think`, `finish`, `message`...).
+    pub const NOT_RUNNABLE: &str = "AGENT_RUNTIME$NOT_RUNNABLE";
+    /// The sandbox died before or while running the action; it will not run more.
+    pub const SANDBOX_DIED: &str = "AGENT_RUNTIME$SANDBOX_DIED";
+    /// The sandbox could not be reached; the action may or may not have run.
+    pub const UNREACHABLE: &str = "AGENT_RUNTIME$UNREACHABLE";
+    /// No answer within the action's timeout (plus the HTTP margin).
+    pub const TIMEOUT: &str = "AGENT_RUNTIME$TIMEOUT";
+    /// The sandbox refused the request (HTTP error: bad key, malformed or unknown action).
+    pub const REFUSED: &str = "AGENT_RUNTIME$REFUSED";
+}
+
+/// Random hex from the OS, `bytes` bytes of it: session keys must be unguessable, so there is
+/// no fallback.
+pub(crate) fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_have_lowercase_names() {
+        for kind in [RuntimeKind::Local, RuntimeKind::Docker, RuntimeKind::Remote] {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{kind}\""));
+            let back: RuntimeKind = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, kind);
+            let parsed = <RuntimeKind as clap::ValueEnum>::from_str(kind.as_str(), false).unwrap();
+            assert_eq!(parsed, kind);
+        }
+    }
+
+    #[test]
+    fn random_hex_is_hex_of_the_asked_length() {
+        let key = random_hex(32).unwrap();
+        assert_eq!(key.len(), 64);
+        assert!(key.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(key, random_hex(32).unwrap());
+    }
+}

@@ -584,11 +584,9 @@ pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
     )
 }
 
-/// Random hex from the OS: session keys must be unguessable, so there is no fallback.
+/// Random hex from the OS ([`super::random_hex`]): session keys must be unguessable.
 fn random_hex(bytes: usize) -> Result<String, DockerError> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| DockerError::Entropy(e.to_string()))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+    super::random_hex(bytes).map_err(|e| DockerError::Entropy(e.to_string()))
 }
 
 fn current_uid() -> u32 {

@@ -1,0 +1,485 @@
+//! [`Runtime`]: one sandbox, however it is provided, and the one place where runnable actions
+//! become observations. Every failure, including a sandbox that died, is answered with an
+//! `error` observation, so the agent's event stream always gets an answer for each action.
+//!
+//! A sandbox's death is a value on a watch channel: the local waiter thread or the container
+//! watcher puts it there the moment sandboxd exits, and every pending [`Runtime::execute`]
+//! selects on it, so a dead sandbox answers at once instead of at the HTTP deadline.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use client::{ClientError, SandboxClient};
+use protocol::action::ConfirmationState;
+use protocol::observation::{EmptyExtras, ErrorExtras};
+use protocol::{Action, ActionKind, Observation, ObservationKind};
+use tokio::sync::watch;
+
+use super::container::ContainerSandbox;
+use super::local::LocalSandbox;
+use super::{RuntimeConfig, RuntimeError, RuntimeKind, error_id, local, remote};
+
+/// How long a failed request waits for the death notice before calling the sandbox merely
+/// unreachable (the connection usually breaks a moment before the exit is seen).
+const CONFIRM_DEATH: Duration = Duration::from_secs(2);
+
+/// How a sandbox died.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxDeath {
+    /// One line for the agent and the user: `sandboxd was killed by SIGKILL`, `the container
+    /// exited with status 137 (out of memory)`.
+    pub summary: String,
+    /// The sandbox's last output (sandboxd's stderr, the container's log), for people.
+    pub detail: String,
+}
+
+impl fmt::Display for SandboxDeath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.summary)?;
+        let detail = self.detail.trim_end();
+        if !detail.is_empty() {
+            write!(f, "\n--- last output ---\n{detail}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Records a death unless one is recorded already; says whether this one was.
+pub(super) fn record_death(
+    death: &watch::Sender<Option<SandboxDeath>>,
+    summary: String,
+    detail: String,
+) -> bool {
+    death.send_if_modified(|current| {
+        if current.is_some() {
+            return false;
+        }
+        *current = Some(SandboxDeath { summary, detail });
+        true
+    })
+}
+
+/// A sandbox that runs actions. Start it with [`Runtime::start`], end it with
+/// [`Runtime::close`]; dropping it also ends what it started (blocking briefly).
+#[derive(Debug)]
+pub struct Runtime {
+    kind: RuntimeKind,
+    url: String,
+    client: SandboxClient,
+    backend: Backend,
+    death: watch::Sender<Option<SandboxDeath>>,
+    /// Seconds given to actions without a timeout.
+    default_timeout: Option<f64>,
+}
+
+/// What the runtime started, and owns.
+#[derive(Debug)]
+enum Backend {
+    Local(LocalSandbox),
+    Docker(Box<ContainerSandbox>),
+    Remote,
+}
+
+impl Runtime {
+    /// Brings the sandbox up (starts sandboxd, or a container, or finds the remote one) and
+    /// waits until it answers `/alive`; for a remote sandbox, also checks the key. On failure
+    /// nothing it started is left behind.
+    pub async fn start(config: &RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        let (death, _) = watch::channel(None);
+        let (backend, url, key) = match config.kind {
+            RuntimeKind::Local => {
+                let started = local::start(config, &death).await?;
+                (
+                    Backend::Local(started.sandbox),
+                    started.url,
+                    Some(started.session_api_key),
+                )
+            }
+            RuntimeKind::Docker => {
+                let container = super::container::start(config, &death).await?;
+                let url = container.sandbox.url.clone();
+                let key = container.sandbox.session_api_key.clone();
+                (Backend::Docker(Box::new(container)), url, Some(key))
+            }
+            RuntimeKind::Remote => {
+                let (url, key) = remote::target(config)?;
+                (Backend::Remote, url, key)
+            }
+        };
+        let client = match SandboxClient::new(&url, key) {
+            Ok(client) => client,
+            Err(e) => {
+                if let Err(close) = close_backend(backend).await {
+                    tracing::warn!(error = %close, "could not stop a sandbox we cannot talk to");
+                }
+                return Err(e.into());
+            }
+        };
+        let runtime = Runtime {
+            kind: config.kind,
+            url,
+            client,
+            backend,
+            death,
+            default_timeout: config.default_action_timeout.map(|t| t.as_secs_f64()),
+        };
+        if let Err(e) = runtime.wait_ready(config.startup_timeout).await {
+            if let Err(close) = runtime.close().await {
+                tracing::warn!(error = %close, "could not stop a sandbox that did not become ready");
+            }
+            return Err(e);
+        }
+        Ok(runtime)
+    }
+
+    async fn wait_ready(&self, timeout: Duration) -> Result<(), RuntimeError> {
+        let started = tokio::time::Instant::now();
+        let alive = tokio::select! {
+            biased;
+            death = self.died() => return Err(RuntimeError::Died(death)),
+            alive = self.client.wait_until_alive(timeout) => alive,
+        };
+        if let Err(e) = alive {
+            return Err(RuntimeError::StartTimeout {
+                url: self.url.clone(),
+                waited: started.elapsed(),
+                reason: e.to_string(),
+                output: self.output().await,
+            });
+        }
+        if matches!(self.backend, Backend::Remote) {
+            remote::check_key(&self.client, &self.url).await?;
+        }
+        Ok(())
+    }
+
+    /// sandboxd's base URL (`http://127.0.0.1:PORT`, or `unix:/path.sock` for a Docker sandbox
+    /// without network).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Which runtime this is.
+    pub fn kind(&self) -> RuntimeKind {
+        self.kind
+    }
+
+    /// The sandbox's client, for what is not an action (uploads, downloads, listings).
+    pub fn client(&self) -> &SandboxClient {
+        &self.client
+    }
+
+    /// The pid of the local runtime's sandboxd (also its process group id).
+    pub fn pid(&self) -> Option<u32> {
+        match &self.backend {
+            Backend::Local(local) => Some(local.pid()),
+            _ => None,
+        }
+    }
+
+    /// The id of the Docker runtime's container.
+    pub fn container_id(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Docker(container) => Some(&container.sandbox.id),
+            _ => None,
+        }
+    }
+
+    /// Whether the sandbox is not known to be dead. A remote sandbox is never known to be dead
+    /// (it may come back); use [`Runtime::health`] to ask it.
+    pub fn is_alive(&self) -> bool {
+        self.death.borrow().is_none()
+    }
+
+    /// How the sandbox died, if it did.
+    pub fn death(&self) -> Option<SandboxDeath> {
+        self.death.borrow().clone()
+    }
+
+    /// Resolves when the sandbox dies (at once if it has); never, for a sandbox that lives.
+    /// For a controller that wants to stop as soon as its sandbox is gone.
+    pub async fn died(&self) -> SandboxDeath {
+        let mut death = self.death.subscribe();
+        if let Ok(current) = death.wait_for(Option::is_some).await
+            && let Some(death) = current.clone()
+        {
+            return death;
+        }
+        // The sender lives in `self`: unreachable, but never claim a death that did not happen.
+        std::future::pending().await
+    }
+
+    /// Asks the sandbox whether it is alive (`/alive`): `Err(Died)` when it died,
+    /// `Err(Unreachable)` when it does not answer.
+    pub async fn health(&self) -> Result<(), RuntimeError> {
+        if let Some(death) = self.death() {
+            return Err(RuntimeError::Died(death));
+        }
+        match self.client.alive().await {
+            Ok(()) => Ok(()),
+            Err(source) => match self.confirm_death().await {
+                Some(death) => Err(RuntimeError::Died(death)),
+                None => Err(RuntimeError::Unreachable {
+                    url: self.url.clone(),
+                    source,
+                }),
+            },
+        }
+    }
+
+    /// Whether a sandbox runs this action (the others are the agent host's business): `run`,
+    /// `run_ipython`, `read`, `write`, `edit`, `browse`, `browse_interactive`, `call_tool_mcp`.
+    pub fn is_runnable(action: &Action) -> bool {
+        matches!(
+            action.kind,
+            ActionKind::Run(_)
+                | ActionKind::RunIpython(_)
+                | ActionKind::Read(_)
+                | ActionKind::Write(_)
+                | ActionKind::Edit(_)
+                | ActionKind::Browse(_)
+                | ActionKind::BrowseInteractive(_)
+                | ActionKind::Mcp(_)
+        )
+    }
+
+    /// Runs `action` in the sandbox. Never fails: a non-runnable action, a sandbox that
+    /// refuses, times out, cannot be reached or died (before or during the action) each give an
+    /// `error` observation saying so (its `error_id` is one of [`error_id`]). The observation's
+    /// `cause` is `action.id` and its `tool_call_metadata` the action's; `id` and `source` are
+    /// left for the event stream to set.
+    ///
+    /// As OpenHands does, an action without a timeout gets the configured default, a rejected
+    /// one a `user_rejected` observation, and one awaiting confirmation a `null` observation
+    /// (the controller does not normally send either).
+    pub async fn execute(&self, action: &Action) -> Observation {
+        let mut observation = self.run(action).await;
+        observation.id = None;
+        observation.source = None;
+        observation.cause = action.id;
+        observation.tool_call_metadata = action.tool_call_metadata.clone();
+        observation
+    }
+
+    async fn run(&self, action: &Action) -> Observation {
+        if !Self::is_runnable(action) {
+            return error(
+                error_id::NOT_RUNNABLE,
+                format!(
+                    "The action `{}` does not run in a sandbox.",
+                    action.kind.action_type().as_str()
+                ),
+            );
+        }
+        match confirmation_state(action) {
+            ConfirmationState::Confirmed => {}
+            ConfirmationState::Rejected => {
+                return observation(
+                    ObservationKind::UserRejected(EmptyExtras {}),
+                    "Action has been rejected by the user! Waiting for further user input."
+                        .to_string(),
+                );
+            }
+            ConfirmationState::AwaitingConfirmation => {
+                return observation(ObservationKind::Null(EmptyExtras {}), String::new());
+            }
+        }
+        if let Some(death) = self.death() {
+            return died(&death);
+        }
+        let action = match (action.timeout, self.default_timeout) {
+            (None, Some(timeout)) => {
+                let mut with_timeout = action.clone();
+                with_timeout.timeout = Some(timeout);
+                Cow::Owned(with_timeout)
+            }
+            _ => Cow::Borrowed(action),
+        };
+        let result = tokio::select! {
+            biased;
+            death = self.died() => return died(&death),
+            result = self.client.execute(&action) => result,
+        };
+        match result {
+            Ok(observation) => observation,
+            Err(e) => self.failed(&action, e).await,
+        }
+    }
+
+    /// The observation for a request that failed.
+    async fn failed(&self, action: &Action, e: ClientError) -> Observation {
+        match e {
+            ClientError::Connection { .. } => match self.confirm_death().await {
+                Some(death) => died(&death),
+                None => error(
+                    error_id::UNREACHABLE,
+                    format!(
+                        "The sandbox could not be reached ({e}); the action may or may not have run."
+                    ),
+                ),
+            },
+            ClientError::Timeout { .. } => match self.death() {
+                Some(death) => died(&death),
+                None => error(
+                    error_id::TIMEOUT,
+                    format!(
+                        "Runtime failed to return execute_action before the requested timeout of {}s",
+                        action.timeout.unwrap_or_default()
+                    ),
+                ),
+            },
+            ClientError::Http { status, detail, .. } => error(
+                error_id::REFUSED,
+                format!("The sandbox refused the action (HTTP {status}): {detail}"),
+            ),
+            other => error(
+                error_id::REFUSED,
+                format!("The action could not be run in the sandbox: {other}"),
+            ),
+        }
+    }
+
+    /// After a broken connection: the death, if the sandbox died (waiting briefly for the
+    /// notice, or asking the engine).
+    async fn confirm_death(&self) -> Option<SandboxDeath> {
+        if let Some(death) = self.death() {
+            return Some(death);
+        }
+        match &self.backend {
+            Backend::Local(_) => tokio::time::timeout(CONFIRM_DEATH, self.died()).await.ok(),
+            Backend::Docker(container) => {
+                match tokio::time::timeout(CONFIRM_DEATH, self.died()).await {
+                    Ok(death) => Some(death),
+                    Err(_) => container.check(&self.death).await,
+                }
+            }
+            Backend::Remote => None,
+        }
+    }
+
+    /// The sandbox's last output, for error messages.
+    async fn output(&self) -> String {
+        match &self.backend {
+            Backend::Local(local) => local.output(),
+            Backend::Docker(container) => container.output().await,
+            Backend::Remote => String::new(),
+        }
+    }
+
+    /// Stops and removes what [`Runtime::start`] started: the local sandboxd and everything it
+    /// runs (when this returns they are dead and reaped), or the container. Nothing for a
+    /// remote sandbox.
+    pub async fn close(self) -> Result<(), RuntimeError> {
+        close_backend(self.backend).await
+    }
+}
+
+async fn close_backend(backend: Backend) -> Result<(), RuntimeError> {
+    match backend {
+        Backend::Local(mut local) => local.stop().await,
+        Backend::Docker(container) => (*container).close().await,
+        Backend::Remote => Ok(()),
+    }
+}
+
+/// The action's confirmation state (only commands and cells have one).
+fn confirmation_state(action: &Action) -> ConfirmationState {
+    match &action.kind {
+        ActionKind::Run(args) => args.confirmation_state,
+        ActionKind::RunIpython(args) => args.confirmation_state,
+        _ => ConfirmationState::Confirmed,
+    }
+}
+
+fn observation(kind: ObservationKind, content: String) -> Observation {
+    Observation {
+        id: None,
+        timestamp: None,
+        source: None,
+        message: content.clone(),
+        cause: None,
+        kind,
+        tool_call_metadata: None,
+        llm_metrics: None,
+        content,
+        success: None,
+    }
+}
+
+fn error(id: &str, content: String) -> Observation {
+    observation(
+        ObservationKind::Error(ErrorExtras {
+            error_id: id.to_string(),
+        }),
+        content,
+    )
+}
+
+fn died(death: &SandboxDeath) -> Observation {
+    error(
+        error_id::SANDBOX_DIED,
+        format!(
+            "The sandbox died ({}). The action did not complete, and the sandbox cannot run further actions.",
+            death.summary
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use protocol::action::{CmdRunArgs, ThinkArgs};
+
+    use super::*;
+
+    /// The controller shares a runtime between tasks and spawns its futures.
+    #[test]
+    fn runtime_and_its_futures_are_send() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>(_: &T) {}
+        send_sync::<Runtime>();
+        let config = RuntimeConfig::default();
+        send(&Runtime::start(&config));
+        #[allow(dead_code, reason = "only type-checked")]
+        fn futures(runtime: &Runtime, action: &Action) {
+            send(&runtime.execute(action));
+            send(&runtime.health());
+            send(&runtime.died());
+        }
+    }
+
+    #[test]
+    fn runnable_actions_are_the_sandbox_ones() {
+        assert!(Runtime::is_runnable(&Action::from(ActionKind::Run(
+            CmdRunArgs::new("ls")
+        ))));
+        assert!(!Runtime::is_runnable(&Action::from(ActionKind::Think(
+            ThinkArgs::default()
+        ))));
+    }
+
+    #[test]
+    fn the_first_death_is_kept() {
+        let (death, _) = watch::channel(None);
+        assert!(record_death(&death, "first".into(), String::new()));
+        assert!(!record_death(&death, "second".into(), String::new()));
+        assert_eq!(death.borrow().as_ref().unwrap().summary, "first");
+    }
+
+    #[test]
+    fn died_observations_say_so() {
+        let obs = died(&SandboxDeath {
+            summary: "sandboxd was killed by SIGKILL".into(),
+            detail: "log".into(),
+        });
+        let ObservationKind::Error(extras) = &obs.kind else {
+            panic!("not an error: {obs:?}");
+        };
+        assert_eq!(extras.error_id, error_id::SANDBOX_DIED);
+        assert!(
+            obs.content
+                .contains("The sandbox died (sandboxd was killed by SIGKILL)")
+        );
+        assert!(!obs.content.contains("log"));
+    }
+}
