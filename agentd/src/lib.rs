@@ -3,6 +3,8 @@
 //! So far: [`runtime::docker`], hardened sandbox containers through the Docker API, and the
 //! sandbox images they run.
 
+pub mod agent;
+pub mod controller;
 pub mod display;
 pub mod events;
 pub mod runtime;

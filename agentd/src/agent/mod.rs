@@ -1,0 +1,69 @@
+//! Agents: what decides the next action (OpenHands V0's `Agent`). The controller calls
+//! [`Agent::step`] whenever the agent may act and puts the returned action on the event stream;
+//! the agent reads the history from the stream itself (from `state.start_id`).
+//!
+//! `step` returns a boxed future so that an agent which talks to an LLM can await it, while the
+//! trait stays object-safe: the controller holds a `Box<dyn Agent>` (`Agent: Send`, so every
+//! boxed agent can move to another task). Agents that need no awaiting return
+//! `Box::pin(std::future::ready(...))`.
+
+mod replay;
+mod scripted;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use protocol::Action;
+
+use crate::controller::State;
+use crate::events::EventStream;
+
+pub use replay::ReplayAgent;
+pub use scripted::ScriptedAgent;
+
+/// What [`Agent::step`] returns: a future of the next action, borrowing the agent, the state
+/// and the history for the duration of the step.
+pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<Action, AgentError>> + Send + 'a>>;
+
+/// Decides actions.
+pub trait Agent: Send {
+    /// A name for logs and the system message (`CodeActAgent`, `ReplayAgent`).
+    fn name(&self) -> &str;
+
+    /// The next action, given the run's state and its history. Dropping the future cancels the
+    /// step (the controller does this when the run is stopped meanwhile).
+    fn step<'a>(&'a mut self, state: &'a State, history: &'a EventStream) -> StepFuture<'a>;
+
+    /// Forgets whatever is in flight (the controller calls it when the run stops or fails).
+    fn reset(&mut self);
+}
+
+/// Why a step produced no action.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The model's answer was not a usable action (malformed or unknown tool call, no action
+    /// at all). Retrying can help: the controller shows the text to the agent as an `error`
+    /// observation and steps again (the step still counts as an iteration).
+    #[error("{0}")]
+    Malformed(String),
+    /// Anything else (the LLM is unreachable, out of credit, the context cannot fit). Ends the
+    /// run in the error state with `"{kind}: {message}"` as its `last_error`; retrying the
+    /// same step is not expected to help.
+    #[error("{kind}: {message}")]
+    Fatal {
+        /// The error's type name, as OpenHands reports it (`APIConnectionError`).
+        kind: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// An action as an agent hands it over: the stream's envelope (id, time, source, cause) cleared,
+/// so that a recorded action can be added again.
+pub(crate) fn fresh(mut action: Action) -> Action {
+    action.id = None;
+    action.timestamp = None;
+    action.source = None;
+    action.cause = None;
+    action
+}

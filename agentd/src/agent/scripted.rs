@@ -1,0 +1,127 @@
+//! `ScriptedAgent`: an agent that plays a fixed list of actions, or asks a closure for each
+//! one. For tests and demos of the controller; no LLM involved.
+
+use std::collections::VecDeque;
+
+use protocol::action::FinishArgs;
+use protocol::{Action, ActionKind};
+
+use super::{Agent, AgentError, StepFuture, fresh};
+use crate::controller::State;
+use crate::events::EventStream;
+
+type StepFn = dyn FnMut(&State, &EventStream) -> Result<Action, AgentError> + Send;
+
+/// Plays a script. A list that runs out answers `finish`.
+pub struct ScriptedAgent {
+    name: String,
+    script: Script,
+}
+
+enum Script {
+    List(VecDeque<Action>),
+    Fn(Box<StepFn>),
+}
+
+impl std::fmt::Debug for ScriptedAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let script = match &self.script {
+            Script::List(actions) => format!("{} actions left", actions.len()),
+            Script::Fn(_) => "a closure".to_string(),
+        };
+        f.debug_struct("ScriptedAgent")
+            .field("name", &self.name)
+            .field("script", &script)
+            .finish()
+    }
+}
+
+impl ScriptedAgent {
+    /// Plays `actions` in order, then `finish`.
+    pub fn new<A: Into<Action>>(actions: impl IntoIterator<Item = A>) -> ScriptedAgent {
+        ScriptedAgent {
+            name: "ScriptedAgent".to_string(),
+            script: Script::List(actions.into_iter().map(|a| fresh(a.into())).collect()),
+        }
+    }
+
+    /// Asks `next` for every action.
+    pub fn from_fn(
+        mut next: impl FnMut(&State, &EventStream) -> Action + Send + 'static,
+    ) -> ScriptedAgent {
+        ScriptedAgent::from_try_fn(move |state, history| Ok(next(state, history)))
+    }
+
+    /// Asks `next` for every action; it may fail like a real agent.
+    pub fn from_try_fn(
+        next: impl FnMut(&State, &EventStream) -> Result<Action, AgentError> + Send + 'static,
+    ) -> ScriptedAgent {
+        ScriptedAgent {
+            name: "ScriptedAgent".to_string(),
+            script: Script::Fn(Box::new(next)),
+        }
+    }
+
+    /// Renames the agent.
+    pub fn named(mut self, name: impl Into<String>) -> ScriptedAgent {
+        self.name = name.into();
+        self
+    }
+}
+
+impl Agent for ScriptedAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn step<'a>(&'a mut self, state: &'a State, history: &'a EventStream) -> StepFuture<'a> {
+        let next = match &mut self.script {
+            Script::List(actions) => Ok(actions.pop_front().unwrap_or_else(|| {
+                Action::from(ActionKind::Finish(FinishArgs {
+                    final_thought: "The script has no more actions.".to_string(),
+                    ..FinishArgs::default()
+                }))
+            })),
+            Script::Fn(next) => next(state, history).map(fresh),
+        };
+        Box::pin(std::future::ready(next))
+    }
+
+    /// Nothing is in flight between steps; the script keeps its place.
+    fn reset(&mut self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::action::CmdRunArgs;
+
+    #[tokio::test]
+    async fn a_list_plays_in_order_then_finishes_and_a_closure_is_asked_each_time() {
+        let state = State::new("s", 10, None);
+        let history = EventStream::in_memory();
+        let mut ls = Action::from(ActionKind::Run(CmdRunArgs::new("ls")));
+        ls.id = Some(9);
+        let mut agent = ScriptedAgent::new([ls]);
+        let first = agent.step(&state, &history).await.unwrap();
+        assert_eq!(first.id, None);
+        assert!(matches!(first.kind, ActionKind::Run(_)));
+        let second = agent.step(&state, &history).await.unwrap();
+        assert!(matches!(second.kind, ActionKind::Finish(_)));
+
+        let mut calls = 0;
+        let mut agent = ScriptedAgent::from_fn(move |state, _| {
+            calls += 1;
+            Action::from(ActionKind::Run(CmdRunArgs::new(format!(
+                "echo {calls} {}",
+                state.iteration
+            ))))
+        })
+        .named("Echo");
+        assert_eq!(agent.name(), "Echo");
+        let ActionKind::Run(run) = agent.step(&state, &history).await.unwrap().kind else {
+            panic!()
+        };
+        assert_eq!(run.command, "echo 1 0");
+    }
+}

@@ -1,0 +1,687 @@
+//! The agent controller (OpenHands V0's `AgentController`), headless: it drives one agent
+//! through a run on an event stream.
+//!
+//! The controller steps the agent whenever it is `running` and the agent's last runnable action
+//! has its observation; it adds each action to the stream (source agent) and leaves running it
+//! to the runtime, another subscriber of the stream, which answers with an observation whose
+//! `cause` is the action's id. Actions that are not runnable (see [`is_runnable`]) need no
+//! answer, except `think`, which the controller answers itself with the reference's
+//! "Your thought has been logged." so that every tool call has its result in the history.
+//!
+//! Every state change is an `agent_state_changed` observation (source environment) with a
+//! reason. `finish` ends the run `finished`, `reject` `rejected`; a message that waits for an
+//! answer moves to `awaiting_user_input`, where a headless run answers with the reference's
+//! automatic reply and goes on. The iteration limit, the budget limit, a detected loop
+//! ([`stuck`]) and a failure reported through the [`ControllerHandle`] end the run in `error`,
+//! with `last_error` set, an `error` observation and the reason; `stop` ends it `stopped`. A
+//! runnable action still unanswered at that point gets the reference's "not executed" error
+//! observation, so that its tool call is answered too.
+//!
+//! After every step and state change the [`State`] is saved to `state.json` in the session
+//! directory; [`Controller::resume`] continues a run from there.
+
+pub mod state;
+pub mod stuck;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use protocol::action::MessageArgs;
+use protocol::observation::{AgentStateChangedExtras, EmptyExtras, ErrorExtras};
+use protocol::{Action, ActionKind, AgentState, Event, EventSource, Observation, ObservationKind};
+use tokio::sync::mpsc;
+
+use crate::agent::{Agent, AgentError, StepFuture};
+use crate::events::{EventStream, StoreError};
+
+pub use state::{Budget, STATE_FILE, State, StateError};
+
+/// The reply a headless run gives when the agent waits for the user (OpenHands'
+/// `auto_continue_response`, verbatim).
+pub const AUTO_CONTINUE: &str = "Please continue on whatever approach you think is suitable.\n\
+If you think you have solved the task, please finish the interaction.\n\
+IMPORTANT: YOU SHOULD NEVER ASK FOR HUMAN RESPONSE.\n";
+
+/// The answer to a `think` action.
+pub const THOUGHT_LOGGED: &str = "Your thought has been logged.";
+
+/// The answer to a runnable action left unanswered when the run was stopped.
+pub const NOT_EXECUTED_STOPPED: &str = "Stop button pressed. The action has not been executed.";
+/// Its `error_id`.
+pub const NOT_EXECUTED_STOPPED_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXECUTED_STOPPED";
+/// The answer to a runnable action left unanswered when the run failed.
+pub const NOT_EXECUTED_ERROR: &str = "The action has not been executed due to a runtime error. \
+The runtime system may have crashed and restarted due to resource constraints. Any previously \
+established system state, dependencies, or environment variables may have been lost.";
+/// Its `error_id`.
+pub const NOT_EXECUTED_ERROR_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXECUTED_ERROR";
+
+/// OpenHands' default iteration limit.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 500;
+
+/// Whether an action is for the runtime to execute and answer: the runtime answers exactly
+/// these (and only when the agent sent them); the controller waits for their observation
+/// before the next step. `think` is not among them: the controller answers it.
+pub fn is_runnable(kind: &ActionKind) -> bool {
+    matches!(
+        kind,
+        ActionKind::Run(_)
+            | ActionKind::RunIpython(_)
+            | ActionKind::Read(_)
+            | ActionKind::Write(_)
+            | ActionKind::Edit(_)
+            | ActionKind::Browse(_)
+            | ActionKind::BrowseInteractive(_)
+            | ActionKind::Mcp(_)
+    )
+}
+
+/// The agent's last runnable action if no observation answers it yet: after a restart, the
+/// runtime must execute it (again) before the run can go on. Reads back from the newest event
+/// to the agent's newest action.
+pub fn pending_action(stream: &EventStream) -> Option<Arc<Event>> {
+    let mut answered = Vec::new();
+    let mut id = stream.latest_id()?;
+    while id >= 0 {
+        let event = stream.get(id)?;
+        match &*event {
+            Event::Observation(o) => answered.extend(o.cause),
+            Event::Action(a) if a.source == Some(EventSource::Agent) => {
+                return (is_runnable(&a.kind) && !answered.contains(&id)).then_some(event);
+            }
+            Event::Action(_) => {}
+        }
+        id -= 1;
+    }
+    None
+}
+
+/// How a controller runs.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// The session's id (new runs only; a resumed run keeps its own).
+    pub session_id: String,
+    /// The iteration limit.
+    pub max_iterations: u32,
+    /// The budget limit in USD, if any.
+    pub max_budget_per_task: Option<f64>,
+    /// Where `state.json` is saved; `None` keeps the state in memory only.
+    pub session_dir: Option<PathBuf>,
+    /// Nobody answers the agent: a message that waits for a reply gets [`AUTO_CONTINUE`].
+    pub headless: bool,
+}
+
+impl ControllerConfig {
+    /// A headless run with the default iteration limit, no budget limit, nothing saved.
+    pub fn new(session_id: impl Into<String>) -> ControllerConfig {
+        ControllerConfig {
+            session_id: session_id.into(),
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+            max_budget_per_task: None,
+            session_dir: None,
+            headless: true,
+        }
+    }
+}
+
+/// Errors that end a run without a final state.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// An event could not be written to the session's log, so the run cannot go on without
+    /// losing events; retrying helps only once the disk problem is fixed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The state could not be saved or loaded; as above.
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// What a [`ControllerHandle`] asks for.
+#[derive(Debug)]
+enum Command {
+    Pause,
+    Resume,
+    Stop,
+    Fail(String),
+}
+
+/// Controls a running controller from outside (the CLI's signal handler, the runtime). Requests
+/// to a run that has ended are ignored.
+#[derive(Debug, Clone)]
+pub struct ControllerHandle {
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl ControllerHandle {
+    /// No more steps until [`ControllerHandle::resume`]; an action in flight still gets its
+    /// observation.
+    pub fn pause(&self) {
+        let _ = self.commands.send(Command::Pause);
+    }
+
+    /// Continues a paused run.
+    pub fn resume(&self) {
+        let _ = self.commands.send(Command::Resume);
+    }
+
+    /// Ends the run, `stopped` (final); a step in flight is cancelled.
+    pub fn stop(&self) {
+        let _ = self.commands.send(Command::Stop);
+    }
+
+    /// Ends the run in `error` with `reason` as `last_error`: the runtime reports that the
+    /// sandbox is gone. A step in flight is cancelled.
+    pub fn fail(&self, reason: impl Into<String>) {
+        let _ = self.commands.send(Command::Fail(reason.into()));
+    }
+}
+
+/// Drives one agent on one event stream; see the module documentation.
+pub struct Controller {
+    state: State,
+    stream: EventStream,
+    agent: Box<dyn Agent>,
+    headless: bool,
+    state_path: Option<PathBuf>,
+    events: mpsc::UnboundedReceiver<Arc<Event>>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    handle: ControllerHandle,
+    /// The agent's runnable action waiting for its observation.
+    pending: Option<Arc<Event>>,
+    /// Ids of the events this controller added, not yet seen on its subscription.
+    own: VecDeque<i64>,
+    /// Pause and resume requests that came during a step, handled after it.
+    deferred: Vec<Command>,
+    /// The first `running` of this process is a resume, not a start.
+    resumed: bool,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("agent", &self.agent.name())
+            .field("state", &self.state)
+            .field("pending", &self.pending.as_ref().and_then(|e| e.id()))
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a step ended.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value per step, moved once; boxing would only add an allocation"
+)]
+enum StepOutcome {
+    Done(Result<Action, AgentError>),
+    Interrupted(Command),
+}
+
+/// What woke an idle controller.
+enum Wake {
+    Command(Command),
+    Event(Arc<Event>),
+    Closed,
+}
+
+impl Controller {
+    /// A controller for a new run on `stream` (which should already hold the user's task).
+    /// It subscribes to the stream now; nothing is emitted before [`Controller::run`].
+    pub fn new(stream: EventStream, agent: Box<dyn Agent>, config: ControllerConfig) -> Controller {
+        let mut state = State::new(
+            config.session_id.clone(),
+            config.max_iterations,
+            config.max_budget_per_task,
+        );
+        let events = stream.subscribe();
+        state.end_id = stream.latest_id();
+        Controller::with_state(state, stream, events, agent, &config, false)
+    }
+
+    /// Continues the run saved in `session_dir/state.json` on `stream` (opened on the same
+    /// directory): the history start and the iteration count carry on, the limits come from
+    /// `config`, and nothing already in the stream is added again. If the agent's last
+    /// runnable action has no observation yet, [`Controller::pending_action`] returns it: hand
+    /// it to the runtime before or during [`Controller::run`], which waits for its observation.
+    /// A run that ended `finished`, `rejected` or `stopped` stays so (`run` returns at once);
+    /// any other (killed while running, paused or waiting, or ended in `error`) goes on
+    /// `running`, its `last_error` cleared.
+    pub fn resume(
+        session_dir: &Path,
+        stream: EventStream,
+        agent: Box<dyn Agent>,
+        mut config: ControllerConfig,
+    ) -> Result<Controller, ControllerError> {
+        let mut state = State::load(&session_dir.join(STATE_FILE))?;
+        // Subscribe before looking for the pending action: an observation added in between is
+        // then delivered, not missed.
+        let events = stream.subscribe();
+        state.resume_count += 1;
+        state.max_iterations = config.max_iterations;
+        state.budget.max_per_task = config.max_budget_per_task;
+        state.end_id = stream.latest_id();
+        if !matches!(
+            state.agent_state,
+            AgentState::Finished | AgentState::Rejected | AgentState::Stopped
+        ) {
+            state.agent_state = AgentState::Loading;
+            state.last_error = None;
+        }
+        config.session_dir = Some(session_dir.to_path_buf());
+        let mut controller = Controller::with_state(state, stream, events, agent, &config, true);
+        controller.pending = pending_action(&controller.stream);
+        Ok(controller)
+    }
+
+    fn with_state(
+        state: State,
+        stream: EventStream,
+        events: mpsc::UnboundedReceiver<Arc<Event>>,
+        agent: Box<dyn Agent>,
+        config: &ControllerConfig,
+        resumed: bool,
+    ) -> Controller {
+        let (commands_tx, commands) = mpsc::unbounded_channel();
+        Controller {
+            state,
+            stream,
+            agent,
+            headless: config.headless,
+            state_path: config.session_dir.as_ref().map(|d| d.join(STATE_FILE)),
+            events,
+            commands,
+            handle: ControllerHandle {
+                commands: commands_tx,
+            },
+            pending: None,
+            own: VecDeque::new(),
+            deferred: Vec::new(),
+            resumed,
+        }
+    }
+
+    /// A handle to pause, resume, stop or fail the run.
+    pub fn handle(&self) -> ControllerHandle {
+        self.handle.clone()
+    }
+
+    /// The run's state so far.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The runnable action the run waits for an observation of (after a resume: the one the
+    /// runtime must execute again).
+    pub fn pending_action(&self) -> Option<Arc<Event>> {
+        self.pending.clone()
+    }
+
+    /// Runs until the run is `finished`, `rejected`, `stopped` or in `error`, and returns the
+    /// final state (also saved).
+    pub async fn run(mut self) -> Result<State, ControllerError> {
+        if matches!(
+            self.state.agent_state,
+            AgentState::Finished | AgentState::Rejected | AgentState::Stopped
+        ) {
+            return Ok(self.state);
+        }
+        let reason = if self.resumed {
+            "resumed from the saved state"
+        } else {
+            "started"
+        };
+        self.set_state(AgentState::Running, reason)?;
+        loop {
+            self.drain()?;
+            if self.is_over() {
+                break;
+            }
+            if self.state.agent_state == AgentState::Running && self.pending.is_none() {
+                self.step().await?;
+                // Let the runtime and the handle's users in between steps, even when the
+                // agent never has to wait.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            let wake = tokio::select! {
+                Some(command) = self.commands.recv() => Wake::Command(command),
+                Some(event) = self.events.recv() => Wake::Event(event),
+                else => Wake::Closed,
+            };
+            match wake {
+                Wake::Command(command) => self.on_command(command)?,
+                Wake::Event(event) => self.on_event(event)?,
+                // Cannot happen (the controller holds a command sender, the stream the event
+                // sender); were it to, waiting would be forever.
+                Wake::Closed => break,
+            }
+        }
+        self.save()?;
+        Ok(self.state)
+    }
+
+    fn is_over(&self) -> bool {
+        matches!(
+            self.state.agent_state,
+            AgentState::Finished | AgentState::Rejected | AgentState::Stopped | AgentState::Error
+        )
+    }
+
+    /// Handles every command and event that is already there.
+    fn drain(&mut self) -> Result<(), ControllerError> {
+        loop {
+            if let Ok(command) = self.commands.try_recv() {
+                self.on_command(command)?;
+            } else if let Ok(event) = self.events.try_recv() {
+                self.on_event(event)?;
+            } else {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn step(&mut self) -> Result<(), ControllerError> {
+        if let Some(kind) = stuck::check(&self.stream, self.state.start_id) {
+            return self.fail(format!(
+                "AgentStuckInLoopError: Agent got stuck in a loop ({kind})"
+            ));
+        }
+        if self.state.iteration >= self.state.max_iterations {
+            return self.fail(format!(
+                "RuntimeError: Agent reached maximum iteration. Current iteration: {}, max \
+                 iteration: {}",
+                self.state.iteration, self.state.max_iterations
+            ));
+        }
+        if self.state.budget.exhausted() {
+            return self.fail(format!(
+                "RuntimeError: Agent reached maximum budget for conversation.Current budget: \
+                 {:.2}, max budget: {:.2}",
+                self.state.budget.spent,
+                self.state.budget.max_per_task.unwrap_or_default()
+            ));
+        }
+        self.state.iteration += 1;
+        let outcome = {
+            let step = self.agent.step(&self.state, &self.stream);
+            wait_for_step(step, &mut self.commands, &mut self.deferred).await
+        };
+        match outcome {
+            StepOutcome::Interrupted(command) => self.on_command(command)?,
+            StepOutcome::Done(Ok(action)) => self.take(action)?,
+            StepOutcome::Done(Err(AgentError::Malformed(text))) => {
+                let mut error = observation(ObservationKind::Error(ErrorExtras::default()), text);
+                error.message = error.content.clone();
+                self.add(error, EventSource::Agent)?;
+            }
+            StepOutcome::Done(Err(error @ AgentError::Fatal { .. })) => {
+                self.fail(error.to_string())?;
+            }
+        }
+        for command in std::mem::take(&mut self.deferred) {
+            self.on_command(command)?;
+        }
+        self.save()
+    }
+
+    /// Puts the agent's action on the stream and reacts to it.
+    fn take(&mut self, mut action: Action) -> Result<(), ControllerError> {
+        // The reference never records a null action: the step just produced nothing.
+        if matches!(action.kind, ActionKind::Null(_)) {
+            return Ok(());
+        }
+        action.id = None;
+        action.timestamp = None;
+        action.source = None;
+        if let Some(metrics) = &action.llm_metrics {
+            if let Some(cost) = metrics.get("accumulated_cost").and_then(|c| c.as_f64()) {
+                self.state.budget.record(cost);
+            }
+            self.state.metrics = metrics.clone();
+        }
+        let stored = self.add(action, EventSource::Agent)?;
+        let Event::Action(action) = &*stored else {
+            return Ok(());
+        };
+        match &action.kind {
+            kind if is_runnable(kind) => self.pending = Some(stored.clone()),
+            ActionKind::Think(_) => {
+                let mut logged = observation(
+                    ObservationKind::Think(EmptyExtras {}),
+                    THOUGHT_LOGGED.to_string(),
+                );
+                logged.message = THOUGHT_LOGGED.to_string();
+                logged.cause = action.id;
+                logged.tool_call_metadata = action.tool_call_metadata.clone();
+                self.add(logged, EventSource::Agent)?;
+            }
+            ActionKind::Finish(finish) => {
+                self.state.outputs = finish.outputs.clone();
+                self.set_state(AgentState::Finished, "the agent finished the task")?;
+            }
+            ActionKind::Reject(reject) => {
+                self.state.outputs = reject.outputs.clone();
+                self.set_state(AgentState::Rejected, "the agent rejected the task")?;
+            }
+            ActionKind::Message(message) if message.wait_for_response => {
+                self.set_state(AgentState::AwaitingUserInput, "the agent waits for a reply")?;
+                if self.headless {
+                    let reply = Action::from(ActionKind::Message(MessageArgs {
+                        content: AUTO_CONTINUE.to_string(),
+                        ..MessageArgs::default()
+                    }));
+                    self.add(reply, EventSource::User)?;
+                    self.set_state(AgentState::Running, "headless: replied automatically")?;
+                }
+            }
+            ActionKind::ChangeAgentState(change) => match AgentState::parse(&change.agent_state) {
+                Some(AgentState::Paused) => self.on_command(Command::Pause)?,
+                Some(AgentState::Stopped) => self.on_command(Command::Stop)?,
+                Some(AgentState::AwaitingUserInput) if !self.headless => {
+                    self.set_state(AgentState::AwaitingUserInput, "the agent asked for it")?;
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_command(&mut self, command: Command) -> Result<(), ControllerError> {
+        if self.is_over() {
+            return Ok(());
+        }
+        match command {
+            Command::Pause => self.set_state(AgentState::Paused, "paused on request"),
+            Command::Resume if self.state.agent_state == AgentState::Paused => {
+                self.set_state(AgentState::Running, "resumed on request")
+            }
+            Command::Resume => Ok(()),
+            Command::Stop => self.set_state(AgentState::Stopped, "stopped on request"),
+            Command::Fail(reason) => self.fail(reason),
+        }
+    }
+
+    /// An event from the stream: the runtime's observations, the user's messages and requests.
+    fn on_event(&mut self, event: Arc<Event>) -> Result<(), ControllerError> {
+        let Some(id) = event.id() else {
+            return Ok(());
+        };
+        self.state.end_id = self.state.end_id.max(Some(id));
+        while self.own.front().is_some_and(|&own| own < id) {
+            self.own.pop_front();
+        }
+        if self.own.front() == Some(&id) {
+            // Added by this controller, which has handled it already.
+            self.own.pop_front();
+            return Ok(());
+        }
+        match &*event {
+            Event::Observation(o) => {
+                if o.cause.is_some() && self.pending.as_ref().and_then(|p| p.id()) == o.cause {
+                    self.pending = None;
+                }
+            }
+            Event::Action(a) => match &a.kind {
+                ActionKind::Message(_)
+                    if a.source == Some(EventSource::User)
+                        && self.state.agent_state == AgentState::AwaitingUserInput =>
+                {
+                    self.set_state(AgentState::Running, "the user replied")?;
+                }
+                // OpenHands' clients pause, resume and stop through the stream.
+                ActionKind::ChangeAgentState(change) if a.source != Some(EventSource::Agent) => {
+                    let command = match AgentState::parse(&change.agent_state) {
+                        Some(AgentState::Paused) => Some(Command::Pause),
+                        Some(AgentState::Running) => Some(Command::Resume),
+                        Some(AgentState::Stopped) => Some(Command::Stop),
+                        _ => None,
+                    };
+                    if let Some(command) = command {
+                        self.on_command(command)?;
+                    }
+                }
+                _ => {}
+            },
+        }
+        Ok(())
+    }
+
+    /// Ends the run in `error`.
+    fn fail(&mut self, reason: String) -> Result<(), ControllerError> {
+        tracing::warn!(session = %self.state.session_id, %reason, "the run failed");
+        self.state.last_error = Some(reason.clone());
+        self.answer_pending(AgentState::Error)?;
+        let mut error = observation(
+            ObservationKind::Error(ErrorExtras::default()),
+            reason.clone(),
+        );
+        error.message = reason.clone();
+        self.add(error, EventSource::Agent)?;
+        self.set_state(AgentState::Error, &reason)
+    }
+
+    fn set_state(&mut self, new: AgentState, reason: &str) -> Result<(), ControllerError> {
+        if new == self.state.agent_state {
+            return Ok(());
+        }
+        tracing::info!(
+            session = %self.state.session_id,
+            agent = self.agent.name(),
+            from = self.state.agent_state.as_str(),
+            to = new.as_str(),
+            reason,
+            "agent state"
+        );
+        self.state.agent_state = new;
+        if matches!(new, AgentState::Stopped | AgentState::Error) {
+            self.answer_pending(new)?;
+            self.agent.reset();
+        }
+        let changed = observation(
+            ObservationKind::AgentStateChanged(AgentStateChangedExtras {
+                agent_state: new.as_str().to_string(),
+                reason: reason.to_string(),
+            }),
+            String::new(),
+        );
+        self.add(changed, EventSource::Environment)?;
+        self.save()
+    }
+
+    /// Answers the pending action, if the runtime has not: the run ends without it.
+    fn answer_pending(&mut self, ending: AgentState) -> Result<(), ControllerError> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let Event::Action(action) = &*pending else {
+            return Ok(());
+        };
+        let Some(id) = action.id else {
+            return Ok(());
+        };
+        // The observation may be on the stream already, not yet delivered.
+        let answered = self
+            .stream
+            .range(id + 1, None)
+            .iter()
+            .any(|e| matches!(&**e, Event::Observation(o) if o.cause == Some(id)));
+        if answered {
+            return Ok(());
+        }
+        let (content, error_id) = if ending == AgentState::Stopped {
+            (NOT_EXECUTED_STOPPED, NOT_EXECUTED_STOPPED_ID)
+        } else {
+            (NOT_EXECUTED_ERROR, NOT_EXECUTED_ERROR_ID)
+        };
+        let mut error = observation(
+            ObservationKind::Error(ErrorExtras {
+                error_id: error_id.to_string(),
+            }),
+            content.to_string(),
+        );
+        error.message = content.to_string();
+        error.cause = Some(id);
+        error.tool_call_metadata = action.tool_call_metadata.clone();
+        self.add(error, EventSource::Agent)?;
+        Ok(())
+    }
+
+    fn add(
+        &mut self,
+        event: impl Into<Event>,
+        source: EventSource,
+    ) -> Result<Arc<Event>, ControllerError> {
+        let stored = self.stream.add(event, source)?;
+        if let Some(id) = stored.id() {
+            self.own.push_back(id);
+            self.state.end_id = self.state.end_id.max(Some(id));
+        }
+        Ok(stored)
+    }
+
+    fn save(&self) -> Result<(), ControllerError> {
+        if let Some(path) = &self.state_path {
+            self.state.save(path)?;
+        }
+        Ok(())
+    }
+}
+
+/// Awaits the agent's step; a stop or a failure meanwhile cancels it, pause and resume wait
+/// for its end.
+async fn wait_for_step(
+    mut step: StepFuture<'_>,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    deferred: &mut Vec<Command>,
+) -> StepOutcome {
+    loop {
+        tokio::select! {
+            biased;
+            result = &mut step => return StepOutcome::Done(result),
+            Some(command) = commands.recv() => match command {
+                Command::Stop | Command::Fail(_) => return StepOutcome::Interrupted(command),
+                Command::Pause | Command::Resume => deferred.push(command),
+            },
+        }
+    }
+}
+
+/// An observation with no envelope yet.
+fn observation(kind: ObservationKind, content: String) -> Observation {
+    Observation {
+        id: None,
+        timestamp: None,
+        source: None,
+        message: String::new(),
+        cause: None,
+        kind,
+        tool_call_metadata: None,
+        llm_metrics: None,
+        content,
+        success: None,
+    }
+}

@@ -1,0 +1,240 @@
+//! The record of a run (OpenHands V0's `State`): where the agent is, how far it got, what it
+//! spent. The controller saves it as `state.json` in the session directory after every step and
+//! every state change, so a killed agentd can resume where it stopped; the history itself is
+//! the event stream, not part of this file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use protocol::AgentState;
+use serde::{Deserialize, Serialize};
+
+/// The file name of the state in a session directory.
+pub const STATE_FILE: &str = "state.json";
+
+/// Errors saving or loading a state file.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The file could not be read or written; retrying helps only once the cause (disk full,
+    /// permissions, a missing directory) is fixed.
+    #[error("state file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not a state's JSON (damaged, or written by an incompatible version);
+    /// retrying cannot help.
+    #[error("state file {path} is not a saved state: {source}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The decoding error.
+        source: serde_json::Error,
+    },
+}
+
+/// A run's state. It is a persisted document (`state.json`), hence `Serialize`; the fields
+/// added after the first version default when missing, so older files still load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// The session this run belongs to.
+    pub session_id: String,
+    /// Where the controller is.
+    pub agent_state: AgentState,
+    /// Steps taken so far (each call of the agent counts, across resumes).
+    pub iteration: u32,
+    /// The iteration limit: the step that would exceed it ends the run in the error state.
+    pub max_iterations: u32,
+    /// Money spent and the limit.
+    #[serde(default)]
+    pub budget: Budget,
+    /// Id of the first event of this run's history.
+    #[serde(default)]
+    pub start_id: i64,
+    /// Id of the newest event the controller has seen.
+    #[serde(default)]
+    pub end_id: Option<i64>,
+    /// Why the run is in the error state (OpenHands' `"{ErrorType}: {message}"` form for the
+    /// controller's own errors).
+    #[serde(default)]
+    pub last_error: Option<String>,
+    /// The newest `llm_metrics` an action carried (token counts, costs), kept opaque.
+    #[serde(default)]
+    pub metrics: serde_json::Value,
+    /// The `outputs` of the agent's `finish` or `reject`.
+    #[serde(default)]
+    pub outputs: serde_json::Map<String, serde_json::Value>,
+    /// Whatever agents or callers want to keep with the state.
+    #[serde(default)]
+    pub extra_data: BTreeMap<String, serde_json::Value>,
+    /// How many times the run was resumed from its saved state.
+    #[serde(default)]
+    pub resume_count: u32,
+}
+
+/// What the run's LLM calls cost, in USD.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Spent so far.
+    pub spent: f64,
+    /// The limit: a step when `spent` has reached it ends the run in the error state.
+    pub max_per_task: Option<f64>,
+    /// The newest `llm_metrics.accumulated_cost` seen. It is the LLM client's running total, so
+    /// only its growth is added to `spent`; a total that went down means a new client (agentd
+    /// was restarted) that counts from zero again.
+    #[serde(default)]
+    pub last_accumulated_cost: f64,
+}
+
+impl Budget {
+    /// Takes in an action's `accumulated_cost`.
+    pub fn record(&mut self, accumulated_cost: f64) {
+        if !accumulated_cost.is_finite() || accumulated_cost < 0.0 {
+            return;
+        }
+        if accumulated_cost >= self.last_accumulated_cost {
+            self.spent += accumulated_cost - self.last_accumulated_cost;
+        } else {
+            self.spent += accumulated_cost;
+        }
+        self.last_accumulated_cost = accumulated_cost;
+    }
+
+    /// Whether the limit is reached (OpenHands: `current >= max`).
+    pub fn exhausted(&self) -> bool {
+        self.max_per_task.is_some_and(|max| self.spent >= max)
+    }
+}
+
+impl State {
+    /// The state of a new run: loading, nothing done, history from event 0.
+    pub fn new(
+        session_id: impl Into<String>,
+        max_iterations: u32,
+        max_budget_per_task: Option<f64>,
+    ) -> State {
+        State {
+            session_id: session_id.into(),
+            agent_state: AgentState::Loading,
+            iteration: 0,
+            max_iterations,
+            budget: Budget {
+                max_per_task: max_budget_per_task,
+                ..Budget::default()
+            },
+            start_id: 0,
+            end_id: None,
+            last_error: None,
+            metrics: serde_json::Value::Null,
+            outputs: serde_json::Map::new(),
+            extra_data: BTreeMap::new(),
+            resume_count: 0,
+        }
+    }
+
+    /// Writes the state to `path` atomically: a temporary file next to it, renamed into place,
+    /// so a reader (or a resume after a crash) sees the old state or the new one, never half.
+    /// Not fsynced, like the event log: it survives the process, not a power cut.
+    pub fn save(&self, path: &Path) -> Result<(), StateError> {
+        let io = |source| StateError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let json = serde_json::to_vec_pretty(self).map_err(|source| StateError::Format {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        std::fs::write(&tmp, json).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    /// Reads a state saved by [`State::save`].
+    pub fn load(path: &Path) -> Result<State, StateError> {
+        let bytes = std::fs::read(path).map_err(|source| StateError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        serde_json::from_slice(&bytes).map_err(|source| StateError::Format {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_and_load_round_trip_and_leave_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STATE_FILE);
+        let mut state = State::new("s1", 30, Some(2.5));
+        state.agent_state = AgentState::Error;
+        state.iteration = 7;
+        state.budget.record(0.25);
+        state.start_id = 3;
+        state.end_id = Some(41);
+        state.last_error = Some("RuntimeError: boom".to_string());
+        state.metrics = serde_json::json!({"accumulated_cost": 0.25});
+        state.outputs.insert("answer".into(), 42.into());
+        state.extra_data.insert("k".into(), "v".into());
+        state.resume_count = 2;
+        state.save(&path).unwrap();
+        state.iteration = 8;
+        state.save(&path).unwrap();
+
+        assert_eq!(State::load(&path).unwrap(), state);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from(STATE_FILE)]);
+    }
+
+    #[test]
+    fn a_minimal_file_loads_with_defaults_and_garbage_is_a_format_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STATE_FILE);
+        std::fs::write(
+            &path,
+            r#"{"session_id": "s", "agent_state": "running", "iteration": 1, "max_iterations": 5}"#,
+        )
+        .unwrap();
+        let state = State::load(&path).unwrap();
+        assert_eq!(state.agent_state, AgentState::Running);
+        assert_eq!(state.budget, Budget::default());
+        assert_eq!(state.end_id, None);
+
+        std::fs::write(&path, "{not json").unwrap();
+        assert!(matches!(State::load(&path), Err(StateError::Format { .. })));
+        assert!(matches!(
+            State::load(&dir.path().join("missing.json")),
+            Err(StateError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn the_budget_adds_only_what_the_running_total_grew_by() {
+        let mut budget = Budget {
+            max_per_task: Some(1.0),
+            ..Budget::default()
+        };
+        budget.record(0.25);
+        budget.record(0.25);
+        budget.record(0.5);
+        assert_eq!(budget.spent, 0.5);
+        assert!(!budget.exhausted());
+        // A restarted LLM client counts from zero again.
+        budget.record(0.2);
+        assert!((budget.spent - 0.7).abs() < 1e-9);
+        budget.record(0.5);
+        assert!((budget.spent - 1.0).abs() < 1e-9);
+        assert!(budget.exhausted());
+    }
+}
