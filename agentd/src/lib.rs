@@ -1,11 +1,17 @@
 //! agentd, the host side of the sandbox runtime: it creates sandboxes and drives agents in them.
 //!
-//! So far: [`runtime::docker`], hardened sandbox containers through the Docker API, and the
-//! sandbox images they run.
+//! - [`events`]: the session's append-only, persisted event stream;
+//! - [`controller`] and [`agent`]: the state machine that steps an agent, with its limits and
+//!   stuck detection; the replay and scripted agents;
+//! - [`runtime`]: sandboxes to execute actions in (local process, Docker container, remote);
+//! - [`session`]: one headless run wiring them together; [`trajectory`]: recordings and replay;
+//! - [`config`], [`display`]: the settings file and live progress of the CLI.
 
 pub mod agent;
+pub mod config;
 pub mod controller;
 pub mod display;
 pub mod events;
 pub mod runtime;
+pub mod session;
 pub mod trajectory;

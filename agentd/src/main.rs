@@ -1,5 +1,5 @@
-//! `agentd`: the host-side CLI. `agentd sandbox ...` manages sandbox containers,
-//! `agentd image ...` makes sandbox images.
+//! `agentd`: the host-side CLI. `agentd run` drives an agent in a sandbox, `agentd sandbox ...`
+//! manages sandbox containers, `agentd image ...` makes sandbox images.
 #![allow(clippy::print_stdout, reason = "printing results is this binary's job")]
 
 use std::io::IsTerminal;
@@ -15,6 +15,8 @@ use agentd::runtime::docker::{
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use client::ObservationExt;
+
+mod cli;
 
 /// Exit status for failures (usage errors exit with 2, from clap).
 const FAILURE: u8 = 1;
@@ -32,6 +34,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run an agent on a task in a sandbox, headless, with live progress.
+    Run(Box<cli::run::RunArgs>),
     /// Create, list, use and remove sandbox containers.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -177,7 +181,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "agentd=info".into()),
+                .unwrap_or_else(|_| "agentd=info,agentd::controller=warn".into()),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -199,10 +203,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
-    let docker = DockerRuntime::connect()?;
     match cli.command {
-        Command::Sandbox(command) => sandbox(&docker, command).await,
-        Command::Image(command) => image_command(&docker, command).await,
+        Command::Run(args) => cli::run::run(*args).await,
+        Command::Sandbox(command) => sandbox(&DockerRuntime::connect()?, command).await,
+        Command::Image(command) => image_command(&DockerRuntime::connect()?, command).await,
     }
 }
 
@@ -436,7 +440,7 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
     Ok((k.to_string(), v.to_string()))
 }
 
-fn parse_bytes(s: &str) -> Result<i64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<i64, String> {
     let lower = s.trim().to_ascii_lowercase();
     let (digits, shift) = match lower.as_bytes().last() {
         Some(b'k') => (&lower[..lower.len() - 1], 10),

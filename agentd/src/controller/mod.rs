@@ -346,7 +346,9 @@ impl Controller {
                 tokio::task::yield_now().await;
                 continue;
             }
+            // Commands first: a failure reported before an observation must win over it.
             let wake = tokio::select! {
+                biased;
                 Some(command) = self.commands.recv() => Wake::Command(command),
                 Some(event) = self.events.recv() => Wake::Event(event),
                 else => Wake::Closed,

@@ -1,0 +1,3 @@
+//! Subcommands of the agentd CLI that are more than a few lines.
+
+pub mod run;

@@ -1,0 +1,216 @@
+//! `agentd run`: one headless run, new, resumed or replayed, with live progress.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use agentd::agent::{Agent, ReplayAgent};
+use agentd::config::{self, FileConfig};
+use agentd::controller::DEFAULT_MAX_ITERATIONS;
+use agentd::runtime::{RuntimeConfig, RuntimeKind};
+use agentd::session::{self, RunSpec};
+use agentd::{display, trajectory};
+use anyhow::{Context, bail};
+use clap::Args;
+use protocol::{Action, Event};
+
+/// Exit status when a replay saw other observations than its recording.
+const REPLAY_DIFFERS: u8 = 3;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task for the agent.
+    #[arg(long, conflicts_with = "task_file")]
+    task: Option<String>,
+    /// Read the task from a file.
+    #[arg(long, value_name = "FILE")]
+    task_file: Option<PathBuf>,
+    /// Re-execute a recorded trajectory's agent actions in a fresh sandbox and report where the
+    /// observations differ (exit status 3). Its task is used unless --task is given.
+    #[arg(long, value_name = "FILE", conflicts_with = "script")]
+    replay: Option<PathBuf>,
+    /// Run a scripted agent: a JSON array of actions, played in order, then `finish` (until the
+    /// CodeAct agent lands, this and --replay are the agents there are).
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Where the sandbox runs.
+    #[arg(long, env = "AGENTD_RUNTIME", value_enum)]
+    runtime: Option<RuntimeKind>,
+    /// Iteration limit (default 500).
+    #[arg(long, env = "AGENTD_MAX_ITERATIONS")]
+    max_iterations: Option<u32>,
+    /// Budget limit in USD.
+    #[arg(long, env = "AGENTD_MAX_BUDGET")]
+    max_budget: Option<f64>,
+    /// Session id of a new run (default: time + random suffix).
+    #[arg(long, conflicts_with = "resume")]
+    session: Option<String>,
+    /// Continue this session where it stopped (pass the same --script or --replay).
+    #[arg(long, value_name = "SESSION")]
+    resume: Option<String>,
+    /// Write the session's events as a trajectory (JSON array) when the run ends.
+    #[arg(long, value_name = "FILE")]
+    save_trajectory: Option<PathBuf>,
+    /// Print events as JSON lines instead of readable blocks.
+    #[arg(long)]
+    json: bool,
+    /// Settings file (TOML); flags and environment variables override it.
+    #[arg(long, env = "AGENTD_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where sessions are kept (default: $XDG_STATE_HOME/agentd/sessions).
+    #[arg(long, env = "AGENTD_SESSIONS_DIR", value_name = "DIR")]
+    sessions_dir: Option<PathBuf>,
+    /// Host directory the sandbox works in (local: the current directory; docker: mounted at
+    /// /workspace).
+    #[arg(long, env = "AGENTD_WORKSPACE", value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The sandboxd binary (local runtime, and for images).
+    #[arg(long = "sandboxd", env = "AGENTD_SANDBOXD_BIN", value_name = "PATH")]
+    sandboxd: Option<PathBuf>,
+    /// Docker runtime: the sandbox or base image.
+    #[arg(long, env = "AGENTD_IMAGE")]
+    image: Option<String>,
+    /// Remote runtime: sandboxd's URL.
+    #[arg(long, env = "SANDBOX_URL")]
+    remote_url: Option<String>,
+    /// Remote runtime: its session API key.
+    #[arg(long, env = "SESSION_API_KEY", hide_env_values = true)]
+    remote_api_key: Option<String>,
+}
+
+pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
+    let file = match &args.config {
+        Some(path) => FileConfig::load(path)?,
+        None => FileConfig::default(),
+    };
+    let recorded = match &args.replay {
+        Some(path) => Some(trajectory::load(path)?),
+        None => None,
+    };
+    let agent: Box<dyn Agent> = match (&recorded, &args.script) {
+        (Some(events), _) => Box::new(ReplayAgent::from_events(events)),
+        (None, Some(path)) => {
+            let text =
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let actions: Vec<Action> = serde_json::from_slice(&text)
+                .with_context(|| format!("{} is not a JSON array of actions", path.display()))?;
+            Box::new(ReplayAgent::new(actions))
+        }
+        (None, None) => bail!(
+            "no agent: pass --script FILE or --replay FILE (the LLM-driven CodeAct agent is not built yet)"
+        ),
+    };
+    let task = match (&args.task, &args.task_file, &recorded) {
+        (Some(task), _, _) => Some(task.clone()),
+        (None, Some(path), _) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+        ),
+        (None, None, Some(events)) => trajectory::task(events),
+        (None, None, None) => None,
+    };
+    if args.resume.is_none() && task.is_none() {
+        bail!("a new run needs --task, --task-file or a --replay trajectory with a task");
+    }
+
+    let mut runtime = RuntimeConfig {
+        kind: args.runtime.or(file.runtime).unwrap_or_default(),
+        workspace: args.workspace.or(file.workspace),
+        sandboxd_binary: args.sandboxd.or(file.sandboxd),
+        remote_url: args.remote_url.or(file.remote.url),
+        remote_api_key: args.remote_api_key.or(file.remote.api_key),
+        ..RuntimeConfig::default()
+    };
+    let docker = &mut runtime.docker;
+    if let Some(image) = args.image.or(file.docker.image) {
+        docker.image = image;
+    }
+    if let Some(memory) = &file.docker.memory {
+        docker.limits.memory_bytes = Some(crate::parse_bytes(memory).map_err(anyhow::Error::msg)?);
+    }
+    if let Some(cpus) = file.docker.cpus {
+        docker.limits.cpus = Some(cpus);
+    }
+    if let Some(pids) = file.docker.pids {
+        docker.limits.pids = Some(pids);
+    }
+    if let Some(network) = file.docker.network {
+        docker.network = network;
+    }
+    if let Some(read_only) = file.docker.read_only {
+        docker.read_only_root = read_only;
+    }
+
+    let sessions_dir = args
+        .sessions_dir
+        .or(file.sessions_dir)
+        .unwrap_or_else(config::default_sessions_dir);
+    let session_id = args
+        .resume
+        .clone()
+        .or(args.session)
+        .unwrap_or_else(config::new_session_id);
+    let spec = RunSpec {
+        session_id: session_id.clone(),
+        sessions_dir,
+        task,
+        resume: args.resume.is_some(),
+        agent,
+        runtime,
+        max_iterations: args
+            .max_iterations
+            .or(file.max_iterations)
+            .unwrap_or(DEFAULT_MAX_ITERATIONS),
+        max_budget: args.max_budget.or(file.max_budget),
+    };
+    let json = args.json;
+    eprintln!("agentd: session {session_id}");
+    let outcome = session::run(spec, move |event| print_event(event, json)).await?;
+
+    let state = &outcome.state;
+    eprintln!(
+        "agentd: session {session_id} {} after {} iterations{} (events: {})",
+        state.agent_state.as_str(),
+        state.iteration,
+        state
+            .last_error
+            .as_ref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default(),
+        outcome.dir.display()
+    );
+    if let Some(path) = &args.save_trajectory {
+        trajectory::save(path, &outcome.stream.all())?;
+        eprintln!("agentd: trajectory saved to {}", path.display());
+    }
+    if let Some(recorded) = recorded {
+        let replayed: Vec<Event> = outcome.stream.all().iter().map(|e| (**e).clone()).collect();
+        let differences = trajectory::compare(&recorded, &replayed);
+        if differences.is_empty() {
+            eprintln!("agentd: replay matches the recording");
+        } else {
+            eprintln!(
+                "agentd: replay differs from the recording in {} step(s):",
+                differences.len()
+            );
+            for d in &differences {
+                eprintln!(
+                    "  step {} ({}):\n    recorded: {}\n    replayed: {}",
+                    d.step, d.action, d.recorded, d.replayed
+                );
+            }
+            return Ok(REPLAY_DIFFERS);
+        }
+    }
+    Ok(if outcome.finished() { 0 } else { 1 })
+}
+
+fn print_event(event: &Event, json: bool) {
+    let mut out = std::io::stdout().lock();
+    let line = if json {
+        serde_json::to_string(event).unwrap_or_default()
+    } else {
+        display::render(event)
+    };
+    // A closed stdout (a pager quit) must not stop the run.
+    let _ = writeln!(out, "{line}");
+}

@@ -1,0 +1,168 @@
+//! agentd's settings file (TOML). Command-line flags override environment variables, which
+//! override the file, which overrides the defaults; the CLI does the layering, this module
+//! only reads the file and knows where sessions live.
+//!
+//! ```toml
+//! runtime = "docker"          # local | docker | remote
+//! max_iterations = 50
+//! max_budget = 2.5            # USD
+//! sessions_dir = "/var/lib/agentd/sessions"
+//! workspace = "/srv/project"
+//!
+//! [docker]
+//! image = "sandboxd-base:bookworm"
+//! memory = "2g"
+//! cpus = 1.5
+//! pids = 512
+//! network = "none"
+//! read_only = true
+//!
+//! [remote]
+//! url = "http://sandbox-host:8000"
+//! api_key = "..."
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::runtime::RuntimeKind;
+use crate::runtime::docker::Network;
+
+/// Errors reading the settings file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// It could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// It is not valid TOML for these settings (unknown keys are errors, so typos show).
+    #[error("{path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with its position.
+        source: toml::de::Error,
+    },
+}
+
+/// The settings file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Where sandboxes run.
+    pub runtime: Option<RuntimeKind>,
+    /// Iteration limit of a run.
+    pub max_iterations: Option<u32>,
+    /// Budget limit of a run, in USD.
+    pub max_budget: Option<f64>,
+    /// Where sessions (event logs, state) are kept.
+    pub sessions_dir: Option<PathBuf>,
+    /// The host directory the sandbox works in.
+    pub workspace: Option<PathBuf>,
+    /// The sandboxd binary (local runtime, and images).
+    pub sandboxd: Option<PathBuf>,
+    /// Docker runtime settings.
+    #[serde(default)]
+    pub docker: DockerSection,
+    /// Remote runtime settings.
+    #[serde(default)]
+    pub remote: RemoteSection,
+}
+
+/// `[docker]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DockerSection {
+    /// Sandbox or base image.
+    pub image: Option<String>,
+    /// Memory limit (`512m`, `4g`).
+    pub memory: Option<String>,
+    /// CPU limit.
+    pub cpus: Option<f64>,
+    /// Process limit.
+    pub pids: Option<i64>,
+    /// `bridge` or `none`.
+    pub network: Option<Network>,
+    /// Read-only root file system.
+    pub read_only: Option<bool>,
+}
+
+/// `[remote]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteSection {
+    /// sandboxd's URL.
+    pub url: Option<String>,
+    /// Its session API key.
+    pub api_key: Option<String>,
+}
+
+impl FileConfig {
+    /// Reads `path`.
+    pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// Where sessions live by default: `$XDG_STATE_HOME/agentd/sessions`, else
+/// `~/.local/state/agentd/sessions`, else `./.agentd/sessions`.
+pub fn default_sessions_dir() -> PathBuf {
+    if let Some(state) = std::env::var_os("XDG_STATE_HOME") {
+        return PathBuf::from(state).join("agentd/sessions");
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/state/agentd/sessions"),
+        None => PathBuf::from(".agentd/sessions"),
+    }
+}
+
+/// A new session id: the UTC time and a random suffix (`20261122-081500-3fa9c1`).
+pub fn new_session_id() -> String {
+    let mut suffix = [0u8; 3];
+    // Uniqueness, not secrecy: the time alone would do if getrandom failed.
+    let _ = getrandom::fill(&mut suffix);
+    let hex: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}-{hex}", chrono::Utc::now().format("%Y%m%d-%H%M%S"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses_and_typos_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agentd.toml");
+        std::fs::write(
+            &path,
+            "runtime = \"docker\"\nmax_iterations = 7\n[docker]\nnetwork = \"none\"\nmemory = \"1g\"\n[remote]\nurl = \"http://x:1\"\n",
+        )
+        .unwrap();
+        let config = FileConfig::load(&path).unwrap();
+        assert_eq!(config.runtime, Some(RuntimeKind::Docker));
+        assert_eq!(config.max_iterations, Some(7));
+        assert_eq!(config.docker.network, Some(Network::None));
+        assert_eq!(config.remote.url.as_deref(), Some("http://x:1"));
+
+        std::fs::write(&path, "max_iteration = 7\n").unwrap();
+        let err = FileConfig::load(&path).unwrap_err().to_string();
+        assert!(err.contains("max_iteration"), "{err}");
+    }
+
+    #[test]
+    fn session_ids_are_distinct() {
+        assert_ne!(new_session_id(), new_session_id());
+    }
+}

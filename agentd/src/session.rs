@@ -1,0 +1,228 @@
+//! One headless run: a session directory (event log + state), a sandbox runtime, an agent and
+//! the controller, wired through the event stream. This is what `agentd run` does.
+//!
+//! Subscribers of the stream: the controller (steps the agent), the runtime task (executes the
+//! agent's runnable actions and adds their observations), and the caller's `on_event` (live
+//! progress). A run ends when the controller reaches a final state; the sandbox is then closed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use protocol::action::{ActionKind, MessageArgs};
+use protocol::{Action, AgentState, Event, EventSource};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::agent::Agent;
+use crate::controller::{Controller, ControllerConfig, ControllerError, ControllerHandle, State};
+use crate::events::{EventStream, StoreError};
+use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
+
+/// Errors that keep a run from starting or finishing (a run that ends in the `error` state is
+/// not one: see [`Outcome`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The session's event log could not be opened or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The sandbox could not be started or closed.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The controller failed (state file, event log).
+    #[error(transparent)]
+    Controller(#[from] ControllerError),
+    /// `--resume` of a session that does not exist.
+    #[error("no session {0} to resume (looked in {1})")]
+    NoSuchSession(String, PathBuf),
+    /// A new run without a task.
+    #[error("a new run needs a task")]
+    NoTask,
+}
+
+/// What to run.
+#[allow(
+    missing_debug_implementations,
+    reason = "holds the agent, a trait object"
+)]
+pub struct RunSpec {
+    /// The session id.
+    pub session_id: String,
+    /// Where sessions live; this run's are in `sessions_dir/session_id`.
+    pub sessions_dir: PathBuf,
+    /// The task (ignored when resuming).
+    pub task: Option<String>,
+    /// Continue the session instead of starting it.
+    pub resume: bool,
+    /// The agent.
+    pub agent: Box<dyn Agent>,
+    /// Where the sandbox comes from.
+    pub runtime: RuntimeConfig,
+    /// Limits.
+    pub max_iterations: u32,
+    /// Budget limit in USD.
+    pub max_budget: Option<f64>,
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The final state.
+    pub state: State,
+    /// The session's events.
+    pub stream: EventStream,
+    /// The session directory.
+    pub dir: PathBuf,
+}
+
+impl Outcome {
+    /// Whether the agent finished its task.
+    pub fn finished(&self) -> bool {
+        self.state.agent_state == AgentState::Finished
+    }
+}
+
+/// The directory of a session.
+pub fn session_dir(sessions_dir: &Path, session_id: &str) -> PathBuf {
+    sessions_dir.join(session_id)
+}
+
+/// Runs `spec` to a final state. `on_event` sees every event added during the run, in order.
+pub async fn run(
+    spec: RunSpec,
+    mut on_event: impl FnMut(&Event) + Send + 'static,
+) -> Result<Outcome, SessionError> {
+    let dir = session_dir(&spec.sessions_dir, &spec.session_id);
+    if spec.resume && !dir.join(crate::controller::STATE_FILE).is_file() {
+        return Err(SessionError::NoSuchSession(
+            spec.session_id.clone(),
+            spec.sessions_dir.clone(),
+        ));
+    }
+    if !spec.resume && spec.task.is_none() {
+        return Err(SessionError::NoTask);
+    }
+    let stream = EventStream::open(&dir)?;
+    let mut printed = stream.subscribe();
+    let (printer_stop, mut stop) = oneshot::channel::<()>();
+    let printer = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                event = printed.recv() => match event {
+                    Some(event) => on_event(&event),
+                    None => break,
+                },
+                _ = &mut stop => {
+                    while let Ok(event) = printed.try_recv() {
+                        on_event(&event);
+                    }
+                    break;
+                }
+            }
+        }
+    });
+
+    let runtime = Runtime::start(&spec.runtime).await?;
+    let config = ControllerConfig {
+        session_id: spec.session_id.clone(),
+        max_iterations: spec.max_iterations,
+        max_budget_per_task: spec.max_budget,
+        session_dir: Some(dir.clone()),
+        headless: true,
+    };
+    let controller = if spec.resume {
+        Controller::resume(&dir, stream.clone(), spec.agent, config)?
+    } else {
+        Controller::new(stream.clone(), spec.agent, config)
+    };
+    let pending = controller.pending_action();
+    let (runtime_stop, runtime_stopped) = oneshot::channel();
+    let executor = tokio::spawn(execute_actions(
+        runtime,
+        stream.clone(),
+        stream.subscribe(),
+        pending,
+        controller.handle(),
+        runtime_stopped,
+    ));
+    if !spec.resume {
+        let task = spec.task.unwrap_or_default();
+        stream.add(
+            Action::from(ActionKind::Message(MessageArgs {
+                content: task,
+                ..MessageArgs::default()
+            })),
+            EventSource::User,
+        )?;
+    }
+    let result = controller.run().await;
+
+    let _ = runtime_stop.send(());
+    let closed = match executor.await {
+        Ok(runtime) => runtime.close().await,
+        Err(e) => {
+            tracing::error!(error = %e, "the runtime task failed");
+            Ok(())
+        }
+    };
+    let _ = printer_stop.send(());
+    let _ = printer.await;
+    let state = result?;
+    closed?;
+    Ok(Outcome { state, stream, dir })
+}
+
+/// The runtime's subscriber: executes the agent's runnable actions one at a time, in order, and
+/// adds each observation. A sandbox that dies fails the run through the controller's handle.
+async fn execute_actions(
+    runtime: Runtime,
+    stream: EventStream,
+    mut events: mpsc::UnboundedReceiver<Arc<Event>>,
+    pending: Option<Arc<Event>>,
+    controller: ControllerHandle,
+    mut stop: oneshot::Receiver<()>,
+) -> Runtime {
+    // A resumed session may end with an action that never got its observation.
+    if let Some(event) = pending {
+        execute_one(&runtime, &stream, &event, &controller).await;
+    }
+    let mut death_reported = false;
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            // After a death, actions are still answered (with errors, at once), so nothing
+            // waits for an observation forever.
+            death = runtime.died(), if !death_reported => {
+                death_reported = true;
+                controller.fail(format!("the sandbox died: {}", death.summary));
+            }
+            event = events.recv() => match event {
+                Some(event) => execute_one(&runtime, &stream, &event, &controller).await,
+                None => break,
+            },
+        }
+    }
+    runtime
+}
+
+async fn execute_one(
+    runtime: &Runtime,
+    stream: &EventStream,
+    event: &Event,
+    controller: &ControllerHandle,
+) {
+    let Event::Action(action) = event else { return };
+    if action.source != Some(EventSource::Agent) || !Runtime::is_runnable(action) {
+        return;
+    }
+    let observation = runtime.execute(action).await;
+    // A dead sandbox fails the run instead: the controller answers the action with OpenHands'
+    // "not executed due to a runtime error" observation (one answer per action), and the
+    // reason goes to the state and the state-change event.
+    if let Some(death) = runtime.death() {
+        controller.fail(format!("the sandbox died: {}", death.summary));
+        return;
+    }
+    if let Err(e) = stream.add(observation, EventSource::Environment) {
+        controller.fail(format!("cannot record an observation: {e}"));
+    }
+}

@@ -1,0 +1,435 @@
+//! `agentd run` end to end: the real binary, real sandboxes (local processes and Docker
+//! containers), scripted and replayed agents, the session directory on disk.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use protocol::{Event, EventSource, ObservationKind};
+use serde_json::{Value, json};
+
+fn workspace_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The agentd binary with a private sessions directory and a Python that has ipykernel.
+fn agentd(sessions: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_dir().join("target/debug/sandboxd"));
+    command
+        .env("AGENTD_SESSIONS_DIR", sessions)
+        .env("AGENTD_SANDBOXD_BIN", sandboxd)
+        .env("SANDBOXD_PYTHON", "/usr/bin/python3")
+        .env_remove("AGENTD_RUNTIME")
+        .env_remove("AGENTD_CONFIG");
+    command
+}
+
+/// A script file of agent actions.
+fn script(dir: &Path, actions: &Value) -> PathBuf {
+    let path = dir.join("script.json");
+    std::fs::write(&path, serde_json::to_vec(actions).unwrap()).unwrap();
+    path
+}
+
+/// The events of the one session in `sessions`.
+fn session_events(sessions: &Path) -> (String, Vec<Event>) {
+    let dir = std::fs::read_dir(sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let text = std::fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
+    let events = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (dir.file_name().to_string_lossy().into_owned(), events)
+}
+
+fn state(sessions: &Path, id: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(sessions.join(id).join("state.json")).unwrap()).unwrap()
+}
+
+/// Every id once, in order; every runnable agent action answered exactly once.
+fn assert_consistent(events: &[Event]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.id(), Some(i as i64), "ids must be contiguous");
+    }
+    let mut answers: HashMap<i64, usize> = HashMap::new();
+    for e in events {
+        if let (Event::Observation(_), Some(cause)) = (e, e.cause()) {
+            *answers.entry(cause).or_default() += 1;
+        }
+    }
+    for e in events {
+        if let Event::Action(a) = e {
+            let runnable = agentd::controller::is_runnable(&a.kind);
+            if a.source == Some(EventSource::Agent) && runnable {
+                assert_eq!(answers.get(&a.id.unwrap()), Some(&1), "action {:?}", a.id);
+            }
+        }
+    }
+}
+
+const TASK_ACTIONS: &str = r#"[
+  {"action": "run", "args": {"command": "echo hello > greeting.txt && cat greeting.txt"}},
+  {"action": "run_ipython", "args": {"code": "print(open('greeting.txt').read().upper())"}},
+  {"action": "edit", "args": {"path": "/WS/greeting.txt", "command": "str_replace", "old_str": "hello", "new_str": "hello, world"}},
+  {"action": "read", "args": {"path": "greeting.txt"}},
+  {"action": "run", "args": {"command": "wc -c < greeting.txt; false"}},
+  {"action": "finish", "args": {"final_thought": "done"}}
+]"#;
+
+/// Runs the task script on `runtime` and returns the trajectory path.
+fn record(runtime: &str, dir: &Path, workspace: &Path, extra: &[&str]) -> PathBuf {
+    let actions: Value =
+        serde_json::from_str(&TASK_ACTIONS.replace("/WS", &workspace.display().to_string()))
+            .unwrap();
+    let trajectory = dir.join(format!("{runtime}.json"));
+    let out = agentd(&dir.join("sessions"))
+        .args(["run", "--task", "greet", "--runtime", runtime, "--json"])
+        .arg("--script")
+        .arg(script(dir, &actions))
+        .arg("--workspace")
+        .arg(workspace)
+        .arg("--save-trajectory")
+        .arg(&trajectory)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // --json: one event per line, the same the log holds.
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        printed
+            .lines()
+            .all(|l| serde_json::from_str::<Event>(l).is_ok())
+    );
+    trajectory
+}
+
+#[test]
+fn a_run_records_a_trajectory_that_replays_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let trajectory = record("local", dir.path(), &workspace, &[]);
+    let events = agentd::trajectory::load(&trajectory).unwrap();
+    assert_consistent(&events);
+    let ipython = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Observation(o) if matches!(o.kind, ObservationKind::RunIpython(_)) => {
+                Some(o.content.clone())
+            }
+            _ => None,
+        })
+        .expect("an IPython observation");
+    assert!(ipython.contains("HELLO"), "{ipython}");
+
+    // Replayed in a fresh workspace: the same observations, exit status 0.
+    let again = dir.path().join("ws2");
+    std::fs::create_dir(&again).unwrap();
+    std::fs::write(
+        &trajectory,
+        std::fs::read_to_string(&trajectory).unwrap().replace(
+            &workspace.display().to_string(),
+            &again.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let out = agentd(&dir.path().join("sessions2"))
+        .args(["run", "--runtime", "local", "--replay"])
+        .arg(&trajectory)
+        .arg("--workspace")
+        .arg(&again)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("replay matches the recording"), "{stderr}");
+
+    // A recording that saw something else: reported, exit status 3.
+    let third = dir.path().join("ws3");
+    std::fs::create_dir(&third).unwrap();
+    let text = std::fs::read_to_string(&trajectory)
+        .unwrap()
+        .replace(&again.display().to_string(), &third.display().to_string())
+        .replacen("\"content\": \"hello\"", "\"content\": \"bonjour\"", 1);
+    std::fs::write(&trajectory, text).unwrap();
+    let out = agentd(&dir.path().join("sessions3"))
+        .args(["run", "--runtime", "local", "--replay"])
+        .arg(&trajectory)
+        .arg("--workspace")
+        .arg(&third)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("recorded: run (exit 0): bonjour"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_trajectory_replays_the_same_on_docker_as_on_local() {
+    let dir = tempfile::tempdir().unwrap();
+    let local_ws = dir.path().join("local");
+    std::fs::create_dir(&local_ws).unwrap();
+    let recorded = record("local", dir.path(), &local_ws, &[]);
+    // The docker sandbox mounts its workspace at /workspace: point the recording there.
+    let text = std::fs::read_to_string(&recorded)
+        .unwrap()
+        .replace(&local_ws.display().to_string(), "/workspace");
+    std::fs::write(&recorded, text).unwrap();
+    let docker_ws = dir.path().join("docker");
+    std::fs::create_dir(&docker_ws).unwrap();
+    std::os::unix::fs::chown(&docker_ws, Some(1000), Some(1000)).unwrap();
+    let out = agentd(&dir.path().join("sessions-docker"))
+        .args(["run", "--runtime", "docker", "--replay"])
+        .arg(&recorded)
+        .arg("--workspace")
+        .arg(&docker_ws)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("replay matches the recording"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(docker_ws.join("greeting.txt")).unwrap(),
+        "hello, world\n"
+    );
+}
+
+/// Spawns a run and returns it once `lines` events were printed.
+fn spawn_until(mut command: Command, lines: usize) -> Child {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    for _ in 0..lines {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the run ended early"
+        );
+    }
+    // Keep draining so the run never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    child
+}
+
+/// The sandboxd processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        if after.split(' ').nth(1) == Some(&pid.to_string()) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_run_killed_with_sigkill_resumes_with_nothing_lost_or_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let steps = 12;
+    let actions: Vec<Value> = (0..steps)
+        .map(|i| json!({"action": "run", "args": {"command": format!("sleep 0.2; echo step {i} >> log.txt; echo {i}")}}))
+        .collect();
+    let script = script(dir.path(), &Value::Array(actions));
+    let mut command = agentd(&sessions);
+    command
+        .args(["run", "--task", "count", "--json", "--session", "killed"])
+        .arg("--script")
+        .arg(&script)
+        .arg("--workspace")
+        .arg(dir.path());
+    // user message, running, then action/observation pairs: kill in the middle of the run.
+    let mut child = spawn_until(command, 2 + 2 * 4 + 1);
+    let orphans = children(child.id());
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    for pid in orphans {
+        // The local sandboxd outlives a SIGKILLed agentd (nothing could clean up).
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let (_, before) = session_events(&sessions);
+    assert!(
+        before.len() < 2 + 2 * steps + 2,
+        "the run was not interrupted"
+    );
+
+    let out = agentd(&sessions)
+        .args(["run", "--resume", "killed", "--json"])
+        .arg("--script")
+        .arg(&script)
+        .arg("--workspace")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, events) = session_events(&sessions);
+    assert_eq!(
+        &events[..before.len()],
+        &before[..],
+        "history was rewritten"
+    );
+    assert_consistent(&events);
+    let runs: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Action(a) if a.source == Some(EventSource::Agent) => match &a.kind {
+                protocol::ActionKind::Run(r) => Some(r.command.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(runs.len(), steps, "each scripted step exactly once");
+    let state = state(&sessions, "killed");
+    assert_eq!(state["agent_state"], "finished");
+    assert_eq!(state["resume_count"], 1);
+}
+
+#[test]
+fn the_iteration_limit_stops_the_run_in_the_error_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let actions: Vec<Value> = (0..5)
+        .map(|i| json!({"action": "run", "args": {"command": format!("echo {i}")}}))
+        .collect();
+    let out = agentd(&sessions)
+        .args(["run", "--task", "t", "--max-iterations", "2"])
+        .arg("--script")
+        .arg(script(dir.path(), &Value::Array(actions)))
+        .arg("--workspace")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let (id, _) = session_events(&sessions);
+    let state = state(&sessions, &id);
+    assert_eq!(state["agent_state"], "error");
+    assert!(
+        state["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("Agent reached maximum iteration. Current iteration: 2, max iteration: 2"),
+        "{state}"
+    );
+}
+
+#[test]
+fn a_looping_agent_is_stopped_as_stuck() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let actions: Vec<Value> = (0..8)
+        .map(|_| json!({"action": "run", "args": {"command": "ls /nonexistent"}}))
+        .collect();
+    let out = agentd(&sessions)
+        .args(["run", "--task", "t"])
+        .arg("--script")
+        .arg(script(dir.path(), &Value::Array(actions)))
+        .arg("--workspace")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let (id, _) = session_events(&sessions);
+    let state = state(&sessions, &id);
+    assert_eq!(state["agent_state"], "error");
+    assert!(
+        state["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("stuck in a loop"),
+        "{state}"
+    );
+}
+
+#[test]
+fn a_sandbox_killed_mid_action_ends_the_run_with_an_error_observation() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let actions = json!([
+        {"action": "run", "args": {"command": "echo ready"}},
+        {"action": "run", "args": {"command": "sleep 60"}},
+        {"action": "finish", "args": {}}
+    ]);
+    let mut command = agentd(&sessions);
+    command
+        .args(["run", "--task", "t", "--json"])
+        .arg("--script")
+        .arg(script(dir.path(), &actions))
+        .arg("--workspace")
+        .arg(dir.path());
+    // message, running, run, observation, run(sleep) printed: sleep is executing.
+    let mut child = spawn_until(command, 5);
+    for pid in children(child.id()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let (id, events) = session_events(&sessions);
+    assert_consistent(&events);
+    let sleep_id = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Action(a) => match &a.kind {
+                protocol::ActionKind::Run(r) if r.command == "sleep 60" => a.id,
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap();
+    let answer = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Observation(o) if o.cause == Some(sleep_id) => Some(o),
+            _ => None,
+        })
+        .expect("the interrupted action is answered");
+    assert!(
+        matches!(answer.kind, ObservationKind::Error(_)),
+        "{answer:?}"
+    );
+    let state = state(&sessions, &id);
+    assert_eq!(state["agent_state"], "error");
+    assert!(
+        state["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("sandbox died"),
+        "{state}"
+    );
+}
