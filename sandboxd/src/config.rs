@@ -26,6 +26,11 @@ pub struct Cli {
     #[arg(long, num_args = 0.., value_name = "PLUGIN")]
     pub plugins: Vec<String>,
 
+    /// Exit (gracefully, as on SIGTERM) when the process with this pid, our parent, dies, even
+    /// by SIGKILL; a host that spawns sandboxd as a child sets it so nothing outlives it.
+    #[arg(long, env = "SANDBOXD_PARENT_PID", value_name = "PID")]
+    pub exit_with_parent: Option<u32>,
+
     /// Python interpreter for the IPython kernel; it must be able to import ipykernel
     /// (default: `python3` on PATH).
     #[arg(long, env = "SANDBOXD_PYTHON", value_name = "PATH")]

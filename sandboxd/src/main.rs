@@ -11,6 +11,18 @@ fn main() -> ExitCode {
         return ExitCode::from(126);
     }
     let cli = sandboxd::Cli::parse();
+    if let Some(parent) = cli.exit_with_parent {
+        // The kernel sends SIGTERM when the parent dies; if it died before this line, we are
+        // already someone else's child.
+        if let Err(e) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM) {
+            eprintln!("sandboxd: cannot follow the parent's death: {e}");
+            return ExitCode::FAILURE;
+        }
+        if nix::unistd::getppid().as_raw() != parent as i32 {
+            eprintln!("sandboxd: parent {parent} is gone; not starting");
+            return ExitCode::FAILURE;
+        }
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(

@@ -110,6 +110,8 @@ pub(super) async fn start(
     cmd.envs(&config.local.env)
         .env("SESSION_API_KEY", &key)
         .env(MARKER_VAR, &marker)
+        // Nothing outlives agentd, even when it is SIGKILLed.
+        .env("SANDBOXD_PARENT_PID", std::process::id().to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
