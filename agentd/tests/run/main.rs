@@ -434,3 +434,19 @@ fn a_sandbox_killed_mid_action_ends_the_run_with_an_error_observation() {
         "{state}"
     );
 }
+
+#[test]
+fn the_shipped_example_replays_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = agentd(&dir.path().join("sessions"))
+        .args(["run", "--runtime", "local", "--replay"])
+        .arg(workspace_dir().join("examples/hello-world/trajectory.json"))
+        .arg("--workspace")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("replay matches the recording"), "{stderr}");
+    assert!(dir.path().join("hello.py").is_file());
+}
