@@ -63,22 +63,7 @@ pub const NOT_EXECUTED_ERROR_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXECUTED_E
 /// OpenHands' default iteration limit.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 500;
 
-/// Whether an action is for the runtime to execute and answer: the runtime answers exactly
-/// these (and only when the agent sent them); the controller waits for their observation
-/// before the next step. `think` is not among them: the controller answers it.
-pub fn is_runnable(kind: &ActionKind) -> bool {
-    matches!(
-        kind,
-        ActionKind::Run(_)
-            | ActionKind::RunIpython(_)
-            | ActionKind::Read(_)
-            | ActionKind::Write(_)
-            | ActionKind::Edit(_)
-            | ActionKind::Browse(_)
-            | ActionKind::BrowseInteractive(_)
-            | ActionKind::Mcp(_)
-    )
-}
+pub use crate::runtime::is_runnable;
 
 /// The agent's last runnable action if no observation answers it yet: after a restart, the
 /// runtime must execute it (again) before the run can go on. Reads back from the newest event

@@ -231,17 +231,7 @@ impl Runtime {
     /// Whether a sandbox runs this action (the others are the agent host's business): `run`,
     /// `run_ipython`, `read`, `write`, `edit`, `browse`, `browse_interactive`, `call_tool_mcp`.
     pub fn is_runnable(action: &Action) -> bool {
-        matches!(
-            action.kind,
-            ActionKind::Run(_)
-                | ActionKind::RunIpython(_)
-                | ActionKind::Read(_)
-                | ActionKind::Write(_)
-                | ActionKind::Edit(_)
-                | ActionKind::Browse(_)
-                | ActionKind::BrowseInteractive(_)
-                | ActionKind::Mcp(_)
-        )
+        super::is_runnable(&action.kind)
     }
 
     /// Runs `action` in the sandbox. Never fails: a non-runnable action, a sandbox that

@@ -140,25 +140,7 @@ async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
     let detached = docker.up(&config(|_| {}).await, None).await.unwrap();
     let _cleanup = Cleanup(detached.id.clone());
     // An owned one: `up --attach` stays in the foreground as its owner.
-    let mut owner = agentd()
-        .args([
-            "sandbox",
-            "up",
-            "--attach",
-            "--no-jupyter",
-            "--json",
-            "--image",
-            &image,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(owner.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let owned: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    let (mut owner, owned) = up_attached(&image);
     let owned_id = owned["id"].as_str().unwrap().to_string();
     let _owned_cleanup = Cleanup(owned_id.clone());
 
@@ -194,27 +176,8 @@ async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
 #[tokio::test]
 async fn attach_removes_its_sandbox_on_sigterm() {
     let image = sandbox_image().await;
-    let mut owner = agentd()
-        .args([
-            "sandbox",
-            "up",
-            "--attach",
-            "--no-jupyter",
-            "--json",
-            "--image",
-            &image,
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(owner.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let id = serde_json::from_str::<Value>(&line).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (mut owner, sandbox) = up_attached(&image);
+    let id = sandbox["id"].as_str().unwrap().to_string();
     let _cleanup = Cleanup(id.clone());
     let status = std::process::Command::new("kill")
         .args(["-TERM", &owner.id().to_string()])
@@ -223,4 +186,29 @@ async fn attach_removes_its_sandbox_on_sigterm() {
     assert!(status.success());
     assert!(owner.wait().unwrap().success());
     assert!(!container_exists(&id));
+}
+
+/// Starts `agentd sandbox up --attach` (the sandbox's owner, in the foreground) and returns it
+/// with the sandbox it printed.
+fn up_attached(image: &str) -> (std::process::Child, Value) {
+    let mut owner = agentd()
+        .args([
+            "sandbox",
+            "up",
+            "--attach",
+            "--no-jupyter",
+            "--json",
+            "--image",
+            image,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(owner.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let sandbox = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    (owner, sandbox)
 }

@@ -326,20 +326,26 @@ impl DockerRuntime {
         Ok(url)
     }
 
-    /// The managed sandbox with this id, id prefix or name, with its URL and key.
-    pub async fn get(&self, id_or_name: &str) -> Result<Sandbox, DockerError> {
-        let inspect = match self
+    /// The container with this id, id prefix or name, if it is one of ours.
+    async fn inspect_managed(
+        &self,
+        id_or_name: &str,
+    ) -> Result<ContainerInspectResponse, DockerError> {
+        match self
             .docker
             .inspect_container(id_or_name, None::<InspectContainerOptions>)
             .await
         {
-            Ok(inspect) if is_managed(&inspect) => inspect,
-            Ok(_) => return Err(DockerError::NoSuchSandbox(id_or_name.to_string())),
-            Err(e) if is_not_found(&e) => {
-                return Err(DockerError::NoSuchSandbox(id_or_name.to_string()));
-            }
-            Err(e) => return Err(e.into()),
-        };
+            Ok(inspect) if is_managed(&inspect) => Ok(inspect),
+            Ok(_) => Err(DockerError::NoSuchSandbox(id_or_name.to_string())),
+            Err(e) if is_not_found(&e) => Err(DockerError::NoSuchSandbox(id_or_name.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The managed sandbox with this id, id prefix or name, with its URL and key.
+    pub async fn get(&self, id_or_name: &str) -> Result<Sandbox, DockerError> {
+        let inspect = self.inspect_managed(id_or_name).await?;
         let id = inspect.id.clone().unwrap_or_default();
         let config = inspect.config.clone().unwrap_or_default();
         let session_api_key = config
@@ -408,20 +414,9 @@ impl DockerRuntime {
             .collect())
     }
 
-    /// Stops and removes a sandbox (and its private network).
+    /// Stops and removes a sandbox (and its socket directory).
     pub async fn down(&self, id_or_name: &str) -> Result<(), DockerError> {
-        let inspect = match self
-            .docker
-            .inspect_container(id_or_name, None::<InspectContainerOptions>)
-            .await
-        {
-            Ok(inspect) if is_managed(&inspect) => inspect,
-            Ok(_) => return Err(DockerError::NoSuchSandbox(id_or_name.to_string())),
-            Err(e) if is_not_found(&e) => {
-                return Err(DockerError::NoSuchSandbox(id_or_name.to_string()));
-            }
-            Err(e) => return Err(e.into()),
-        };
+        let inspect = self.inspect_managed(id_or_name).await?;
         self.remove_inspected(&inspect).await
     }
 
