@@ -78,6 +78,7 @@ async fn agentd_step(history: usize) -> Duration {
         runtime: runtime_config(dir.path()),
         max_iterations: 10 * STEPS as u32,
         max_budget: None,
+        stop_on_signals: false,
     };
     let outcome = session::run(spec, on_event).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);

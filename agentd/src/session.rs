@@ -60,6 +60,8 @@ pub struct RunSpec {
     pub max_iterations: u32,
     /// Budget limit in USD.
     pub max_budget: Option<f64>,
+    /// Stop the run cleanly (state `stopped`, sandbox closed) on SIGINT or SIGTERM.
+    pub stop_on_signals: bool,
 }
 
 /// How a run ended.
@@ -135,6 +137,9 @@ pub async fn run(
         Controller::new(stream.clone(), spec.agent, config)
     };
     let pending = controller.pending_action();
+    let signals = spec
+        .stop_on_signals
+        .then(|| tokio::spawn(stop_on_signal(controller.handle())));
     let (runtime_stop, runtime_stopped) = oneshot::channel();
     let executor = tokio::spawn(execute_actions(
         runtime,
@@ -155,6 +160,9 @@ pub async fn run(
         )?;
     }
     let result = controller.run().await;
+    if let Some(signals) = signals {
+        signals.abort();
+    }
 
     let _ = runtime_stop.send(());
     let closed = match executor.await {
@@ -169,6 +177,24 @@ pub async fn run(
     let state = result?;
     closed?;
     Ok(Outcome { state, stream, dir })
+}
+
+/// Stops the run on the first SIGINT (Ctrl-C) or SIGTERM.
+async fn stop_on_signal(controller: ControllerHandle) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::warn!("cannot listen for signals; Ctrl-C will not stop the run cleanly");
+        return;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+    tracing::warn!("stopping the run on a signal");
+    controller.stop();
 }
 
 /// The runtime's subscriber: executes the agent's runnable actions one at a time, in order, and
@@ -196,7 +222,12 @@ async fn execute_actions(
                 controller.fail(format!("the sandbox died: {}", death.summary));
             }
             event = events.recv() => match event {
-                Some(event) => execute_one(&runtime, &stream, &event, &controller).await,
+                // A run that ends meanwhile (stopped, failed) has answered the action itself:
+                // abandon it rather than answer twice.
+                Some(event) => tokio::select! {
+                    _ = &mut stop => break,
+                    () = execute_one(&runtime, &stream, &event, &controller) => {}
+                },
                 None => break,
             },
         }

@@ -161,6 +161,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
             .or(file.max_iterations)
             .unwrap_or(DEFAULT_MAX_ITERATIONS),
         max_budget: args.max_budget.or(file.max_budget),
+        stop_on_signals: true,
     };
     let json = args.json;
     eprintln!("agentd: session {session_id}");

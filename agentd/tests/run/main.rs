@@ -450,3 +450,39 @@ fn the_shipped_example_replays_cleanly() {
     assert!(stderr.contains("replay matches the recording"), "{stderr}");
     assert!(dir.path().join("hello.py").is_file());
 }
+
+#[test]
+fn sigterm_stops_a_run_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let actions = json!([
+        {"action": "run", "args": {"command": "echo ready"}},
+        {"action": "run", "args": {"command": "sleep 60"}},
+        {"action": "finish", "args": {}}
+    ]);
+    let mut command = agentd(&sessions);
+    command
+        .args(["run", "--task", "t", "--json"])
+        .arg("--script")
+        .arg(script(dir.path(), &actions))
+        .arg("--workspace")
+        .arg(dir.path());
+    // message, running, run, observation, run(sleep) printed: sleep is executing.
+    let mut child = spawn_until(command, 5);
+    let sandboxd = children(child.id());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    let (id, events) = session_events(&sessions);
+    assert_consistent(&events);
+    assert_eq!(state(&sessions, &id)["agent_state"], "stopped");
+    for pid in sandboxd {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "sandboxd {pid} was not closed"
+        );
+    }
+}
