@@ -9,10 +9,12 @@ use agentd::controller::DEFAULT_MAX_ITERATIONS;
 use agentd::runtime::{RuntimeConfig, RuntimeKind};
 use agentd::session::{self, RunSpec};
 use agentd::{display, trajectory};
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 use protocol::{Action, Event};
 
+/// Exit status of a command line that cannot work.
+const USAGE: u8 = 2;
 /// Exit status when a replay saw other observations than its recording.
 const REPLAY_DIFFERS: u8 = 3;
 
@@ -95,9 +97,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
                 .with_context(|| format!("{} is not a JSON array of actions", path.display()))?;
             Box::new(ReplayAgent::new(actions))
         }
-        (None, None) => bail!(
-            "no agent: pass --script FILE or --replay FILE (the LLM-driven CodeAct agent is not built yet)"
-        ),
+        (None, None) => {
+            return usage(
+                "no agent: pass --script FILE or --replay FILE (the LLM-driven CodeAct agent is not built yet)",
+            );
+        }
     };
     let task = match (&args.task, &args.task_file, &recorded) {
         (Some(task), _, _) => Some(task.clone()),
@@ -109,7 +113,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         (None, None, None) => None,
     };
     if args.resume.is_none() && task.is_none() {
-        bail!("a new run needs --task, --task-file or a --replay trajectory with a task");
+        return usage("a new run needs --task, --task-file or a --replay trajectory with a task");
     }
 
     let mut runtime = RuntimeConfig {
@@ -203,6 +207,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(if outcome.finished() { 0 } else { 1 })
+}
+
+/// A command line that cannot work: said on stderr, exit status 2 (as clap does).
+fn usage(message: &str) -> anyhow::Result<u8> {
+    eprintln!("agentd run: {message}");
+    Ok(USAGE)
 }
 
 fn print_event(event: &Event, json: bool) {

@@ -38,7 +38,7 @@ pub enum RuntimeKind {
     /// sandboxd as a child process on this host, as the current user, no isolation.
     #[default]
     Local,
-    /// sandboxd in a hardened Docker container (see [`docker`]).
+    /// sandboxd in a hardened Docker container.
     Docker,
     /// A sandboxd at a URL, started and stopped by someone else.
     Remote,

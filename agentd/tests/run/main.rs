@@ -486,3 +486,21 @@ fn sigterm_stops_a_run_cleanly() {
         );
     }
 }
+
+#[test]
+fn a_command_line_that_cannot_work_exits_with_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = agentd(dir.path())
+        .args(["run", "--task", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no agent"));
+    let out = agentd(dir.path())
+        .args(["run", "--resume", "nope", "--script"])
+        .arg(script(dir.path(), &json!([])))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session nope to resume"));
+}
