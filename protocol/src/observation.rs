@@ -44,6 +44,25 @@ pub struct Observation {
     pub success: Option<bool>,
 }
 
+impl Observation {
+    /// An observation of `kind` with `content`, not yet stored: no id, time, source, cause,
+    /// message or `success`.
+    pub fn new(kind: ObservationKind, content: impl Into<String>) -> Observation {
+        Observation {
+            id: None,
+            timestamp: None,
+            source: None,
+            message: String::new(),
+            cause: None,
+            kind,
+            tool_call_metadata: None,
+            llm_metrics: None,
+            content: content.into(),
+            success: None,
+        }
+    }
+}
+
 /// The observation type with its extras.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "observation", content = "extras", rename_all = "snake_case")]

@@ -10,16 +10,8 @@ use protocol::{Observation, ObservationKind};
 
 fn observation(message: String, kind: ObservationKind, content: String) -> Observation {
     Observation {
-        id: None,
-        timestamp: None,
-        source: None,
         message,
-        cause: None,
-        kind,
-        tool_call_metadata: None,
-        llm_metrics: None,
-        content,
-        success: None,
+        ..Observation::new(kind, content)
     }
 }
 

@@ -400,7 +400,8 @@ impl Controller {
             StepOutcome::Interrupted(command) => self.on_command(command)?,
             StepOutcome::Done(Ok(action)) => self.take(action)?,
             StepOutcome::Done(Err(AgentError::Malformed(text))) => {
-                let mut error = observation(ObservationKind::Error(ErrorExtras::default()), text);
+                let mut error =
+                    Observation::new(ObservationKind::Error(ErrorExtras::default()), text);
                 error.message = error.content.clone();
                 self.add(error, EventSource::Agent)?;
             }
@@ -436,7 +437,7 @@ impl Controller {
         match &action.kind {
             kind if is_runnable(kind) => self.pending = Some(stored.clone()),
             ActionKind::Think(_) => {
-                let mut logged = observation(
+                let mut logged = Observation::new(
                     ObservationKind::Think(EmptyExtras {}),
                     THOUGHT_LOGGED.to_string(),
                 );
@@ -542,7 +543,7 @@ impl Controller {
         tracing::warn!(session = %self.state.session_id, %reason, "the run failed");
         self.state.last_error = Some(reason.clone());
         self.answer_pending(AgentState::Error)?;
-        let mut error = observation(
+        let mut error = Observation::new(
             ObservationKind::Error(ErrorExtras::default()),
             reason.clone(),
         );
@@ -568,7 +569,7 @@ impl Controller {
             self.answer_pending(new)?;
             self.agent.reset();
         }
-        let changed = observation(
+        let changed = Observation::new(
             ObservationKind::AgentStateChanged(AgentStateChangedExtras {
                 agent_state: new.as_str().to_string(),
                 reason: reason.to_string(),
@@ -604,7 +605,7 @@ impl Controller {
         } else {
             (NOT_EXECUTED_ERROR, NOT_EXECUTED_ERROR_ID)
         };
-        let mut error = observation(
+        let mut error = Observation::new(
             ObservationKind::Error(ErrorExtras {
                 error_id: error_id.to_string(),
             }),
@@ -654,21 +655,5 @@ async fn wait_for_step(
                 Command::Pause | Command::Resume => deferred.push(command),
             },
         }
-    }
-}
-
-/// An observation with no envelope yet.
-fn observation(kind: ObservationKind, content: String) -> Observation {
-    Observation {
-        id: None,
-        timestamp: None,
-        source: None,
-        message: String::new(),
-        cause: None,
-        kind,
-        tool_call_metadata: None,
-        llm_metrics: None,
-        content,
-        success: None,
     }
 }

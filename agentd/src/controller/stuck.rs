@@ -309,16 +309,8 @@ mod tests {
 
     fn obs(kind: ObservationKind, content: &str) -> Observation {
         Observation {
-            id: None,
-            timestamp: None,
             source: Some(EventSource::Environment),
-            message: String::new(),
-            cause: None,
-            kind,
-            tool_call_metadata: None,
-            llm_metrics: None,
-            content: content.to_string(),
-            success: None,
+            ..Observation::new(kind, content)
         }
     }
 

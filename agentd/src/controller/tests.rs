@@ -43,24 +43,19 @@ fn finish() -> Action {
 
 fn output(command: &str, content: &str, exit_code: i64) -> Observation {
     Observation {
-        id: None,
-        timestamp: None,
-        source: None,
-        message: String::new(),
-        cause: None,
-        kind: ObservationKind::Run(CmdOutputExtras {
-            command: command.into(),
-            metadata: CmdOutputMetadata {
-                exit_code,
-                ..CmdOutputMetadata::default()
-            },
-            hidden: false,
-            full_output_path: None,
-        }),
-        tool_call_metadata: None,
-        llm_metrics: None,
-        content: content.into(),
         success: Some(exit_code == 0),
+        ..Observation::new(
+            ObservationKind::Run(CmdOutputExtras {
+                command: command.into(),
+                metadata: CmdOutputMetadata {
+                    exit_code,
+                    ..CmdOutputMetadata::default()
+                },
+                hidden: false,
+                full_output_path: None,
+            }),
+            content,
+        )
     }
 }
 

@@ -384,16 +384,8 @@ fn confirmation_state(action: &Action) -> ConfirmationState {
 
 fn observation(kind: ObservationKind, content: String) -> Observation {
     Observation {
-        id: None,
-        timestamp: None,
-        source: None,
         message: content.clone(),
-        cause: None,
-        kind,
-        tool_call_metadata: None,
-        llm_metrics: None,
-        content,
-        success: None,
+        ..Observation::new(kind, content)
     }
 }
 
