@@ -8,79 +8,14 @@
     reason = "benchmark binary"
 )]
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sandboxd");
+mod common;
 
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[idx]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Daemon {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts sandboxd and returns it with the time from spawn to the first 200 from `/alive`.
-async fn start(ws: &std::path::Path, http: &reqwest::Client) -> (Daemon, Duration) {
-    let port = free_port();
-    let t0 = Instant::now();
-    let child = Command::new(BIN)
-        .arg(port.to_string())
-        .arg("--working-dir")
-        .arg(ws)
-        .args([
-            "--username",
-            "root",
-            "--no-enable-browser",
-            "--no-login-shell",
-        ])
-        .env_remove("SESSION_API_KEY")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    loop {
-        if let Ok(resp) = http.get(format!("{url}/alive")).send().await
-            && resp.status().is_success()
-        {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "sandboxd did not start"
-        );
-        tokio::time::sleep(Duration::from_micros(200)).await;
-    }
-    (Daemon { child, url }, t0.elapsed())
-}
+use common::{ms, percentile, start, verdict};
 
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -99,10 +34,6 @@ fn children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-fn verdict(ok: bool) -> &'static str {
-    if ok { "ok" } else { "MISSED" }
-}
-
 #[tokio::main]
 async fn main() {
     let ws = tempfile::tempdir().unwrap();
@@ -112,11 +43,11 @@ async fn main() {
     // Start-to-ready over several starts.
     let mut starts = Vec::new();
     for _ in 0..10 {
-        let (daemon, took) = start(ws.path(), &http).await;
+        let (daemon, took) = start(ws.path(), &[], &http).await;
         starts.push(took);
         drop(daemon);
     }
-    let (daemon, _) = start(ws.path(), &http).await;
+    let (daemon, _) = start(ws.path(), &[], &http).await;
     let url = format!("{}/execute_action", daemon.url);
 
     let act = |body: serde_json::Value| {

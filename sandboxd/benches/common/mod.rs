@@ -1,0 +1,88 @@
+//! What the sandboxd benchmarks share: starting the daemon and measuring its readiness,
+//! percentiles, and the verdict column.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sandboxd");
+
+/// The `p` quantile (0..=1) of `samples` (sorted in place).
+pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[idx]
+}
+
+/// Milliseconds.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// `ok` or `MISSED`, for the target column.
+pub fn verdict(ok: bool) -> &'static str {
+    if ok { "ok" } else { "MISSED" }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running sandboxd, stopped with SIGTERM and reaped on drop.
+pub struct Daemon {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts sandboxd on `ws` with `extra` arguments and returns it with the time from spawn to
+/// the first 200 from `/alive` (polled: the readiness time is what is measured).
+pub async fn start(
+    ws: &std::path::Path,
+    extra: &[&str],
+    http: &reqwest::Client,
+) -> (Daemon, Duration) {
+    let port = free_port();
+    let t0 = Instant::now();
+    let child = Command::new(BIN)
+        .arg(port.to_string())
+        .arg("--working-dir")
+        .arg(ws)
+        .args([
+            "--username",
+            "root",
+            "--no-enable-browser",
+            "--no-login-shell",
+        ])
+        .args(extra)
+        .env_remove("SESSION_API_KEY")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    loop {
+        if let Ok(resp) = http.get(format!("{url}/alive")).send().await
+            && resp.status().is_success()
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "sandboxd did not start"
+        );
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    (Daemon { child, url }, t0.elapsed())
+}
