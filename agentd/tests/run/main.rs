@@ -36,6 +36,28 @@ fn script(dir: &Path, actions: &Value) -> PathBuf {
     path
 }
 
+/// `agentd run` of the script `actions` on a task, working in `dir`, sessions in
+/// `dir/sessions`, with `extra` arguments.
+fn scripted_run(dir: &Path, actions: &Value, extra: &[&str]) -> Command {
+    let mut command = agentd(&dir.join("sessions"));
+    command
+        .args(["run", "--task", "t"])
+        .args(extra)
+        .arg("--script")
+        .arg(script(dir, actions))
+        .arg("--workspace")
+        .arg(dir);
+    command
+}
+
+/// The last error of the one session in `sessions`, which must have ended in `error`.
+fn final_error(sessions: &Path) -> String {
+    let (id, _) = session_events(sessions);
+    let state = state(sessions, &id);
+    assert_eq!(state["agent_state"], "error");
+    state["last_error"].as_str().unwrap().to_string()
+}
+
 /// The events of the one session in `sessions`.
 fn session_events(sessions: &Path) -> (String, Vec<Event>) {
     let dir = std::fs::read_dir(sessions)
@@ -212,6 +234,15 @@ fn a_trajectory_replays_the_same_on_docker_as_on_local() {
     );
 }
 
+/// A script whose second command runs for a minute, so a test can act while it does.
+fn sleeper() -> Value {
+    json!([
+        {"action": "run", "args": {"command": "echo ready"}},
+        {"action": "run", "args": {"command": "sleep 60"}},
+        {"action": "finish", "args": {}}
+    ])
+}
+
 /// Spawns a run and returns it once `lines` events were printed.
 fn spawn_until(mut command: Command, lines: usize) -> Child {
     let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
@@ -326,24 +357,18 @@ fn the_iteration_limit_stops_the_run_in_the_error_state() {
     let actions: Vec<Value> = (0..5)
         .map(|i| json!({"action": "run", "args": {"command": format!("echo {i}")}}))
         .collect();
-    let out = agentd(&sessions)
-        .args(["run", "--task", "t", "--max-iterations", "2"])
-        .arg("--script")
-        .arg(script(dir.path(), &Value::Array(actions)))
-        .arg("--workspace")
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = scripted_run(
+        dir.path(),
+        &Value::Array(actions),
+        &["--max-iterations", "2"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let (id, _) = session_events(&sessions);
-    let state = state(&sessions, &id);
-    assert_eq!(state["agent_state"], "error");
+    let error = final_error(&sessions);
     assert!(
-        state["last_error"]
-            .as_str()
-            .unwrap()
-            .contains("Agent reached maximum iteration. Current iteration: 2, max iteration: 2"),
-        "{state}"
+        error.contains("Agent reached maximum iteration. Current iteration: 2, max iteration: 2"),
+        "{error}"
     );
 }
 
@@ -354,43 +379,20 @@ fn a_looping_agent_is_stopped_as_stuck() {
     let actions: Vec<Value> = (0..8)
         .map(|_| json!({"action": "run", "args": {"command": "ls /nonexistent"}}))
         .collect();
-    let out = agentd(&sessions)
-        .args(["run", "--task", "t"])
-        .arg("--script")
-        .arg(script(dir.path(), &Value::Array(actions)))
-        .arg("--workspace")
-        .arg(dir.path())
+    let out = scripted_run(dir.path(), &Value::Array(actions), &[])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let (id, _) = session_events(&sessions);
-    let state = state(&sessions, &id);
-    assert_eq!(state["agent_state"], "error");
-    assert!(
-        state["last_error"]
-            .as_str()
-            .unwrap()
-            .contains("stuck in a loop"),
-        "{state}"
-    );
+    let error = final_error(&sessions);
+    assert!(error.contains("stuck in a loop"), "{error}");
 }
 
 #[test]
 fn a_sandbox_killed_mid_action_ends_the_run_with_an_error_observation() {
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
-    let actions = json!([
-        {"action": "run", "args": {"command": "echo ready"}},
-        {"action": "run", "args": {"command": "sleep 60"}},
-        {"action": "finish", "args": {}}
-    ]);
-    let mut command = agentd(&sessions);
-    command
-        .args(["run", "--task", "t", "--json"])
-        .arg("--script")
-        .arg(script(dir.path(), &actions))
-        .arg("--workspace")
-        .arg(dir.path());
+    let actions = sleeper();
+    let command = scripted_run(dir.path(), &actions, &["--json"]);
     // message, running, run, observation, run(sleep) printed: sleep is executing.
     let mut child = spawn_until(command, 5);
     for pid in children(child.id()) {
@@ -455,18 +457,8 @@ fn the_shipped_example_replays_cleanly() {
 fn sigterm_stops_a_run_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
-    let actions = json!([
-        {"action": "run", "args": {"command": "echo ready"}},
-        {"action": "run", "args": {"command": "sleep 60"}},
-        {"action": "finish", "args": {}}
-    ]);
-    let mut command = agentd(&sessions);
-    command
-        .args(["run", "--task", "t", "--json"])
-        .arg("--script")
-        .arg(script(dir.path(), &actions))
-        .arg("--workspace")
-        .arg(dir.path());
+    let actions = sleeper();
+    let command = scripted_run(dir.path(), &actions, &["--json"]);
     // message, running, run, observation, run(sleep) printed: sleep is executing.
     let mut child = spawn_until(command, 5);
     let sandboxd = children(child.id());
