@@ -210,7 +210,8 @@ mod tests {
     use protocol::action::{ActionKind, MessageArgs};
     use protocol::{Action, Observation};
 
-    fn message(text: &str) -> Action {
+    /// A user message with `text` (also used by the store's tests).
+    pub(super) fn message(text: &str) -> Action {
         Action::from(ActionKind::Message(MessageArgs {
             content: text.to_string(),
             ..MessageArgs::default()

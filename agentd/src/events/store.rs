@@ -133,26 +133,25 @@ fn read_events(file: &File, path: &Path) -> Result<(Vec<Event>, u64, Option<Stri
 #[cfg(test)]
 mod tests {
     use super::super::EventStream;
+    use super::super::tests::message;
     use super::*;
-    use protocol::action::{ActionKind, MessageArgs};
-    use protocol::{Action, EventSource};
+    use protocol::EventSource;
 
-    fn message(text: &str) -> Action {
-        Action::from(ActionKind::Message(MessageArgs {
-            content: text.to_string(),
-            ..MessageArgs::default()
-        }))
+    /// A stream in `dir` holding `n` user messages.
+    fn stream_of(dir: &Path, n: usize) -> EventStream {
+        let stream = EventStream::open(dir).unwrap();
+        for i in 0..n {
+            stream
+                .add(message(&i.to_string()), EventSource::User)
+                .unwrap();
+        }
+        stream
     }
 
     #[test]
     fn a_stream_reads_back_what_it_wrote_and_goes_on_numbering() {
         let dir = tempfile::tempdir().unwrap();
-        let stream = EventStream::open(dir.path()).unwrap();
-        for i in 0..5 {
-            stream
-                .add(message(&i.to_string()), EventSource::User)
-                .unwrap();
-        }
+        let stream = stream_of(dir.path(), 5);
         let before = stream.all();
         drop(stream);
         let stream = EventStream::open(dir.path()).unwrap();
@@ -164,12 +163,7 @@ mod tests {
     #[test]
     fn a_torn_last_write_is_cut_off_not_fatal() {
         let dir = tempfile::tempdir().unwrap();
-        let stream = EventStream::open(dir.path()).unwrap();
-        for i in 0..3 {
-            stream
-                .add(message(&i.to_string()), EventSource::User)
-                .unwrap();
-        }
+        let stream = stream_of(dir.path(), 3);
         drop(stream);
         let path = dir.path().join(FILE_NAME);
         let whole = std::fs::read(&path).unwrap();
@@ -196,12 +190,7 @@ mod tests {
     #[test]
     fn damage_before_the_end_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let stream = EventStream::open(dir.path()).unwrap();
-        for i in 0..3 {
-            stream
-                .add(message(&i.to_string()), EventSource::User)
-                .unwrap();
-        }
+        let stream = stream_of(dir.path(), 3);
         drop(stream);
         let path = dir.path().join(FILE_NAME);
         let text = std::fs::read_to_string(&path).unwrap();
