@@ -43,18 +43,25 @@ pub fn default_sandboxd_binary() -> Option<PathBuf> {
     sibling.is_file().then_some(sibling)
 }
 
+/// Inspects an image the engine has; a missing one is [`DockerError::ImageMissing`] (no
+/// registry is asked).
+async fn inspect_local(
+    docker: &Docker,
+    image: &str,
+) -> Result<bollard::models::ImageInspect, DockerError> {
+    match docker.inspect_image(image).await {
+        Ok(inspect) => Ok(inspect),
+        Err(e) if super::is_not_found(&e) => Err(DockerError::ImageMissing {
+            image: image.to_string(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Whether `image` already carries sandboxd (it was made by [`ensure_sandbox_image`]).
 pub async fn is_sandbox_image(docker: &Docker, image: &str) -> Result<bool, DockerError> {
-    let inspect = match docker.inspect_image(image).await {
-        Ok(inspect) => inspect,
-        Err(e) if super::is_not_found(&e) => {
-            return Err(DockerError::ImageMissing {
-                image: image.to_string(),
-            });
-        }
-        Err(e) => return Err(e.into()),
-    };
-    Ok(inspect
+    Ok(inspect_local(docker, image)
+        .await?
         .config
         .and_then(|c| c.labels)
         .is_some_and(|l| l.contains_key(labels::SANDBOXD_VERSION)))
@@ -69,18 +76,9 @@ pub async fn ensure_sandbox_image(
     mut progress: impl FnMut(&str),
 ) -> Result<SandboxImage, DockerError> {
     let started = Instant::now();
-    let (base_id, base_user) = match docker.inspect_image(base).await {
-        Ok(inspect) => (
-            inspect.id.unwrap_or_default(),
-            inspect.config.and_then(|c| c.user).unwrap_or_default(),
-        ),
-        Err(e) if super::is_not_found(&e) => {
-            return Err(DockerError::ImageMissing {
-                image: base.to_string(),
-            });
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let inspect = inspect_local(docker, base).await?;
+    let base_id = inspect.id.unwrap_or_default();
+    let base_user = inspect.config.and_then(|c| c.user).unwrap_or_default();
     let binary = tokio::fs::read(sandboxd)
         .await
         .map_err(|source| DockerError::SandboxdBinary {
