@@ -12,6 +12,7 @@ pub mod config;
 pub mod controller;
 pub mod display;
 pub mod events;
+pub mod llm;
 pub mod runtime;
 pub mod session;
 pub mod trajectory;
