@@ -7,6 +7,7 @@
 //! boxed agent can move to another task). Agents that need no awaiting return
 //! `Box::pin(std::future::ready(...))`.
 
+pub mod codeact;
 mod replay;
 mod scripted;
 
