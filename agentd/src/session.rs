@@ -131,6 +131,9 @@ pub async fn run(
         session_dir: Some(dir.clone()),
         headless: true,
     };
+    let system = (!spec.resume)
+        .then(|| spec.agent.system_message())
+        .flatten();
     let controller = if spec.resume {
         Controller::resume(&dir, stream.clone(), spec.agent, config)?
     } else {
@@ -150,6 +153,9 @@ pub async fn run(
         runtime_stopped,
     ));
     if !spec.resume {
+        if let Some(system) = system {
+            stream.add(system, EventSource::Agent)?;
+        }
         let task = spec.task.unwrap_or_default();
         stream.add(
             Action::from(ActionKind::Message(MessageArgs {

@@ -37,6 +37,12 @@ pub trait Agent: Send {
 
     /// Forgets whatever is in flight (the controller calls it when the run stops or fails).
     fn reset(&mut self);
+
+    /// The `system` action (system prompt and tools) a new run records first, before the
+    /// user's task; `None` for agents without one.
+    fn system_message(&self) -> Option<Action> {
+        None
+    }
 }
 
 /// Why a step produced no action.

@@ -14,24 +14,37 @@ use crate::events::EventStream;
 #[derive(Debug, Clone)]
 pub struct ReplayAgent {
     actions: Vec<Action>,
+    /// The recording's `system` action, recorded again first.
+    system: Option<Action>,
     /// Index of the next action; found on the first step (see [`ReplayAgent::step`]).
     next: Option<usize>,
 }
 
 impl ReplayAgent {
     /// Replays `actions` (the stream envelope and `llm_metrics` are stripped; `null` actions,
-    /// which a controller never records, are skipped).
+    /// which a controller never records, are skipped). A `system` action is not a step: it is
+    /// the run's [`Agent::system_message`].
     pub fn new(actions: impl IntoIterator<Item = Action>) -> ReplayAgent {
+        let mut system = None;
+        let actions = actions
+            .into_iter()
+            .filter(|a| !matches!(a.kind, ActionKind::Null(_)))
+            .map(|a| {
+                let mut a = fresh(a);
+                a.llm_metrics = None;
+                a
+            })
+            .filter_map(|a| match a.kind {
+                ActionKind::System(_) => {
+                    system.get_or_insert(a);
+                    None
+                }
+                _ => Some(a),
+            })
+            .collect();
         ReplayAgent {
-            actions: actions
-                .into_iter()
-                .filter(|a| !matches!(a.kind, ActionKind::Null(_)))
-                .map(|a| {
-                    let mut a = fresh(a);
-                    a.llm_metrics = None;
-                    a
-                })
-                .collect(),
+            actions,
+            system,
             next: None,
         }
     }
@@ -61,9 +74,10 @@ impl Agent for ReplayAgent {
             history
                 .range(state.start_id, None)
                 .iter()
-                .filter(
-                    |e| matches!(&***e, Event::Action(a) if a.source == Some(EventSource::Agent)),
-                )
+                .filter(|e| {
+                    matches!(&***e, Event::Action(a) if a.source == Some(EventSource::Agent)
+                        && !matches!(a.kind, ActionKind::System(_)))
+                })
                 .count()
         });
         let action = match self.actions.get(index) {
@@ -81,6 +95,10 @@ impl Agent for ReplayAgent {
 
     /// Nothing is in flight between steps; the replay keeps its place.
     fn reset(&mut self) {}
+
+    fn system_message(&self) -> Option<Action> {
+        self.system.clone()
+    }
 }
 
 #[cfg(test)]
@@ -135,6 +153,26 @@ mod tests {
         let after = agent.step(&state, &history).await.unwrap();
         assert!(matches!(after.kind, ActionKind::Finish(_)));
         assert_eq!(agent.remaining(), 0);
+    }
+
+    #[tokio::test]
+    async fn the_recorded_system_message_is_recorded_again_not_replayed_as_a_step() {
+        use protocol::action::{CmdRunArgs, SystemMessageArgs};
+        let system = Action::from(ActionKind::System(SystemMessageArgs {
+            content: "You are an agent.".into(),
+            ..SystemMessageArgs::default()
+        }));
+        let run = Action::from(ActionKind::Run(CmdRunArgs::new("ls")));
+        let mut agent = ReplayAgent::new([system.clone(), run]);
+        assert_eq!(agent.system_message(), Some(system.clone()));
+        assert_eq!(agent.remaining(), 1);
+
+        // On resume, the recorded system message in the history is not a replayed step.
+        let history = EventStream::in_memory();
+        history.add(system, EventSource::Agent).unwrap();
+        let state = State::new("s", 10, None);
+        let first = agent.step(&state, &history).await.unwrap();
+        assert!(matches!(first.kind, ActionKind::Run(_)), "{first:?}");
     }
 
     #[tokio::test]

@@ -321,7 +321,10 @@ mod tests {
         assert_eq!(run.thought, "Let me look first.");
         assert!(run.blocking);
         assert_eq!(actions[0].timeout, Some(30.0));
-        assert_eq!(actions[0].llm_metrics, Some(json!({"accumulated_cost": 0.5})));
+        assert_eq!(
+            actions[0].llm_metrics,
+            Some(json!({"accumulated_cost": 0.5}))
+        );
         assert_eq!(actions[1].llm_metrics, None);
         let ActionKind::Read(read) = &actions[1].kind else {
             panic!("{:?}", actions[1])

@@ -85,19 +85,19 @@ fn execute_bash() -> Tool {
                 "command": {
                     "type": "string",
                     "description": "The bash command to run. With `is_input` = `true`: text for \
-the running program, a control key such as `C-c`, or empty to see more of its output."
+        the running program, a control key such as `C-c`, or empty to see more of its output."
                 },
                 "is_input": {
                     "type": "string",
                     "enum": ["true", "false"],
                     "description": "`true` sends `command` to the program that is still \
-running instead of starting a new command. Default `false`."
+        running instead of starting a new command. Default `false`."
                 },
                 "timeout": {
                     "type": "number",
                     "description": "Seconds the command may run before it is interrupted. \
-Without it, a command that prints nothing for a while returns early with exit code -1 and \
-keeps running."
+        Without it, a command that prints nothing for a while returns early with exit code -1 and \
+        keeps running."
                 }
             },
             "required": ["command"]
@@ -151,12 +151,12 @@ fn str_replace_editor() -> Tool {
                     "type": "string",
                     "enum": ["view", "create", "str_replace", "insert", "undo_edit"],
                     "description": "What to do: `view`, `create`, `str_replace`, `insert` or \
-`undo_edit`."
+        `undo_edit`."
                 },
                 "path": {
                     "type": "string",
                     "description": "Absolute path of the file or directory, e.g. \
-`/workspace/main.py`."
+        `/workspace/main.py`."
                 },
                 "file_text": {
                     "type": "string",
@@ -165,23 +165,23 @@ fn str_replace_editor() -> Tool {
                 "old_str": {
                     "type": "string",
                     "description": "`str_replace`: the exact text to replace; it must occur \
-exactly once."
+        exactly once."
                 },
                 "new_str": {
                     "type": "string",
                     "description": "`str_replace`: the replacement (empty if left out). \
-`insert`: the text to insert."
+        `insert`: the text to insert."
                 },
                 "insert_line": {
                     "type": "integer",
                     "description": "`insert`: the line after which `new_str` goes (0 for the \
-top of the file)."
+        top of the file)."
                 },
                 "view_range": {
                     "type": "array",
                     "items": {"type": "integer"},
                     "description": "`view` of a file: `[first, last]` line numbers, counted \
-from 1; `[first, -1]` shows from `first` to the end."
+        from 1; `[first, -1]` shows from `first` to the end."
                 }
             },
             "required": ["command", "path"]
@@ -225,7 +225,7 @@ fn finish() -> Tool {
                 "message": {
                     "type": "string",
                     "description": "A summary for the user: what was done and how it was \
-verified, or what is missing and why."
+        verified, or what is missing and why."
                 }
             },
             "required": ["message"]
