@@ -44,7 +44,7 @@ pub enum Condensed {
     /// Prompt with this view.
     View(View),
     /// Return this `condensation` action as the step's action (and do not call the model).
-    Condensation(Action),
+    Condensation(Box<Action>),
 }
 
 /// The future [`Condenser::condense`] returns.
@@ -230,7 +230,7 @@ impl RecentEvents {
             view,
             &self.memory,
             self.keep_first,
-            self.max_events / 2,
+            event_target(view, self.max_events),
             self.max_tokens.map(|t| t / 2),
             0,
         )?;
@@ -242,7 +242,7 @@ impl RecentEvents {
 impl Condenser for RecentEvents {
     fn condense<'a>(&'a mut self, view: View) -> CondenseFuture<'a> {
         let condensed = match self.condensation(&view) {
-            Some(action) => Condensed::Condensation(action),
+            Some(action) => Condensed::Condensation(Box::new(action)),
             None => Condensed::View(view),
         };
         Box::pin(std::future::ready(Ok(condensed)))
@@ -328,7 +328,7 @@ impl LlmSummarizing {
             view,
             &self.memory,
             self.keep_first,
-            self.max_size / 2,
+            event_target(view, self.max_size),
             self.max_tokens.map(|t| t / 2),
             1,
         )
@@ -390,9 +390,8 @@ impl Condenser for LlmSummarizing {
             };
             tracing::info!(forgotten = cut.tail - cut.head, "summarising old events");
             let summary = self.summarize(self.prompt(&view, cut)).await?;
-            Ok(Condensed::Condensation(
-                self.condensation(&view, cut, &summary),
-            ))
+            let action = self.condensation(&view, cut, &summary);
+            Ok(Condensed::Condensation(Box::new(action)))
         })
     }
 }
@@ -429,6 +428,16 @@ TESTS: test_export_leading_zeros passed
 CHANGES: str(row.id) instead of int(row.id)
 DEPS: none changed
 VERSION_CONTROL_STATUS: branch fix-leading-zeros, one commit";
+
+/// How many events a condensed view keeps: half the limit, or half the view when a
+/// condensation was requested of a smaller one.
+fn event_target(view: &View, max_events: usize) -> usize {
+    if view.unhandled_condensation_request() {
+        (max_events / 2).min(view.len() / 2)
+    } else {
+        max_events / 2
+    }
+}
 
 /// Whether a view needs condensing.
 fn over_limits(

@@ -92,14 +92,15 @@ impl ConversationMemory {
             }
         }
         let first_after_system = usize::from(events.first().is_some_and(|e| is_system(e)));
-        if let Some(initial) = view.initial_user_event() {
-            if !events
-                .get(first_after_system)
-                .is_some_and(|e| is_user_message(e))
-            {
+        let opens_with_user = events
+            .get(first_after_system)
+            .is_some_and(|e| is_user_message(e));
+        match view.initial_user_event() {
+            Some(initial) if !opens_with_user => {
                 tracing::debug!("putting the initial user message back after the system message");
                 events.insert(first_after_system, initial);
             }
+            _ => {}
         }
 
         let mut pending: Vec<(String, Message)> = Vec::new();
@@ -751,4 +752,4 @@ fn separate_user_messages(mut messages: Vec<Message>) -> Vec<Message> {
 
 #[cfg(test)]
 #[path = "conversation_tests.rs"]
-mod tests;
+pub(crate) mod tests;
