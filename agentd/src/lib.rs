@@ -3,6 +3,7 @@
 //! - [`events`]: the session's append-only, persisted event stream;
 //! - [`controller`] and [`agent`]: the state machine that steps an agent, with its limits and
 //!   stuck detection; the replay and scripted agents;
+//! - [`memory`]: the agent's view of its history, condensers, and the history as chat messages;
 //! - [`runtime`]: sandboxes to execute actions in (local process, Docker container, remote);
 //! - [`session`]: one headless run wiring them together; [`trajectory`]: recordings and replay;
 //! - [`config`], [`display`]: the settings file and live progress of the CLI.
@@ -13,6 +14,7 @@ pub mod controller;
 pub mod display;
 pub mod events;
 pub mod llm;
+pub mod memory;
 pub mod runtime;
 pub mod session;
 pub mod trajectory;

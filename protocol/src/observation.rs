@@ -83,6 +83,9 @@ pub enum ObservationKind {
     Success(EmptyExtras),
     UserRejected(EmptyExtras),
     Recall(RecallExtras),
+    /// A summary of forgotten events (OpenHands' `AgentCondensationObservation`): never in a
+    /// stream, only in the view an agent builds from a `condensation` action's `summary`.
+    Condense(EmptyExtras),
 }
 
 impl ObservationKind {
@@ -101,6 +104,7 @@ impl ObservationKind {
             ObservationKind::Success(_) => "success",
             ObservationKind::UserRejected(_) => "user_rejected",
             ObservationKind::Recall(_) => "recall",
+            ObservationKind::Condense(_) => "condense",
         }
     }
 }

@@ -95,4 +95,9 @@ fn events_are_told_apart_by_their_type_key() {
     )
     .unwrap();
     assert_eq!(recall.type_name(), "recall");
+    let summary: Event = serde_json::from_str(
+        r#"{"observation": "condense", "content": "the summary", "extras": {}}"#,
+    )
+    .unwrap();
+    assert_eq!(summary.type_name(), "condense");
 }

@@ -1,0 +1,755 @@
+//! Conversation memory: a [`View`] of events turned into the chat messages the LLM reads
+//! (OpenHands V0's `ConversationMemory.process_events`), and the text each observation shows
+//! the model (one `render_*` function per kind).
+//!
+//! The conversation opens with the system message (the history's `system` action, or
+//! [`ConversationMemory::system_prompt`] when it has none) and the task's first user message
+//! (put back when a condensation forgot it). Then, in order:
+//!
+//! - an agent action that came from a tool call waits for its results: the assistant message
+//!   of its model response (the response's text and *all* its tool calls, rebuilt from
+//!   `tool_call_metadata.model_response`) is emitted once every call of that response has its
+//!   result, directly followed by the results (`role=tool`) in the order of the calls, so a
+//!   response with calls still running never reaches the model half-answered;
+//! - an observation with tool metadata becomes that `role=tool` result; one without becomes a
+//!   user message;
+//! - `message` actions become user or assistant messages (a user's images as `image_url` parts
+//!   when the model has vision); `finish` becomes the assistant's closing text; a user's `run`
+//!   becomes "User executed the command"; `system` the system message;
+//! - bookkeeping (`recall` actions, agent actions without tool metadata) shows nothing.
+//!
+//! Finally tool calls and results that lack their counterpart are dropped, and a user message
+//! right after another user message gets a blank line in front (the reference does not merge
+//! them).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use protocol::llm::{
+    ChatResponse, Content, ContentPart, FunctionCall, ImageUrl, Message, Role, ToolCall,
+};
+use protocol::observation::{CmdOutputExtras, FileEditExtras, IPythonRunCellExtras, RecallExtras};
+use protocol::{
+    Action, ActionKind, Event, EventSource, Observation, ObservationKind, ToolCallMetadata,
+};
+
+use super::tokens;
+use super::view::{View, is_user_message};
+
+/// The longest observation text (in characters) put in a message by default; longer ones lose
+/// their middle.
+pub const DEFAULT_MAX_MESSAGE_CHARS: usize = 30_000;
+
+/// What replaces the middle of a truncated observation.
+pub const TRUNCATION_NOTICE: &str = "\n[... Observation truncated due to length ...]\n";
+
+/// The line that replaces an inline image in IPython output (the image itself is sent apart,
+/// or not at all).
+pub const IPYTHON_IMAGE_LINE: &str =
+    "![image](data:image/png;base64, ...) already displayed to user";
+
+/// Turns events into messages.
+#[derive(Debug, Clone)]
+pub struct ConversationMemory {
+    /// Whether the model takes images: user images and IPython plots become `image_url` parts.
+    pub vision: bool,
+    /// The longest observation text put in a message; `None`: no limit.
+    pub max_message_chars: Option<usize>,
+    /// The system prompt, for a history without a `system` action.
+    pub system_prompt: Option<String>,
+}
+
+impl Default for ConversationMemory {
+    fn default() -> Self {
+        ConversationMemory {
+            vision: false,
+            max_message_chars: Some(DEFAULT_MAX_MESSAGE_CHARS),
+            system_prompt: None,
+        }
+    }
+}
+
+/// Where an action goes in the conversation.
+enum ActionRoute {
+    /// A message, now.
+    Now(Message),
+    /// The assistant message of model response `key`, once all its calls have results.
+    Pending { key: String, message: Message },
+    /// Nothing.
+    Skip,
+}
+
+impl ConversationMemory {
+    /// The messages for `view`, ready for [`crate::llm::Llm::completion`].
+    pub fn process_events(&self, view: &View) -> Vec<Message> {
+        let mut events: Vec<&Event> = view.iter().collect();
+        let has_system = events.iter().any(|e| is_system(e));
+        let mut messages = Vec::with_capacity(events.len() + 2);
+        if !has_system {
+            match &self.system_prompt {
+                Some(prompt) => messages.push(Message::system(prompt.clone())),
+                None => tracing::debug!("no system message for the conversation"),
+            }
+        }
+        let first_after_system = usize::from(events.first().is_some_and(|e| is_system(e)));
+        let opens_with_user = events
+            .get(first_after_system)
+            .is_some_and(|e| is_user_message(e));
+        match view.initial_user_event() {
+            Some(initial) if !opens_with_user => {
+                tracing::debug!("putting the initial user message back after the system message");
+                events.insert(first_after_system, initial);
+            }
+            _ => {}
+        }
+
+        let mut pending: Vec<(String, Message)> = Vec::new();
+        let mut results: HashMap<String, Message> = HashMap::new();
+        let mut seen_microagents: HashSet<String> = HashSet::new();
+        for event in events {
+            let mut new = Vec::new();
+            match event {
+                Event::Action(action) => match self.action_route(action) {
+                    ActionRoute::Now(message) => new.push(message),
+                    ActionRoute::Pending { key, message } => {
+                        // A later action of the same response replaces the copy (same content).
+                        match pending.iter_mut().find(|(k, _)| *k == key) {
+                            Some(slot) => slot.1 = message,
+                            None => pending.push((key, message)),
+                        }
+                    }
+                    ActionRoute::Skip => {}
+                },
+                Event::Observation(observation) => {
+                    let Some(message) = self.observation_message(observation, &seen_microagents)
+                    else {
+                        continue;
+                    };
+                    if let ObservationKind::Recall(extras) = &observation.kind {
+                        seen_microagents.extend(microagents(extras).map(|m| m.name.to_string()));
+                    }
+                    match &observation.tool_call_metadata {
+                        Some(meta) => {
+                            results
+                                .insert(meta.tool_call_id.clone(), as_tool_result(message, meta));
+                        }
+                        None => new.push(message),
+                    }
+                }
+            }
+            pending.retain(|(_, assistant)| {
+                let calls = assistant.tool_calls.as_deref().unwrap_or_default();
+                if !calls.iter().all(|c| results.contains_key(&c.id)) {
+                    return true;
+                }
+                new.push(assistant.clone());
+                new.extend(calls.iter().filter_map(|c| results.remove(&c.id)));
+                false
+            });
+            messages.extend(new);
+        }
+        if !pending.is_empty() {
+            tracing::debug!(
+                responses = pending.len(),
+                "model responses still waiting for tool results are left out"
+            );
+        }
+        separate_user_messages(drop_unmatched_tool_calls(messages))
+    }
+
+    /// The estimated tokens `event` adds to a conversation on its own (see [`tokens`]): an
+    /// upper bound, since every action of a model response is charged the whole assistant
+    /// message. Condensers add these up to decide what to keep.
+    pub fn event_tokens(&self, event: &Event) -> usize {
+        // One token of slack for the blank line between consecutive user messages.
+        1 + match event {
+            Event::Action(action) => match self.action_route(action) {
+                ActionRoute::Now(message) | ActionRoute::Pending { message, .. } => {
+                    tokens::message_tokens(&message)
+                }
+                ActionRoute::Skip => 0,
+            },
+            Event::Observation(observation) => {
+                match self.observation_message(observation, &HashSet::new()) {
+                    Some(message) => match &observation.tool_call_metadata {
+                        Some(meta) => tokens::message_tokens(&as_tool_result(message, meta)),
+                        None => tokens::message_tokens(&message),
+                    },
+                    None => 0,
+                }
+            }
+        }
+    }
+
+    /// The estimated tokens of the conversation [`Self::process_events`] makes of `view`.
+    pub fn view_tokens(&self, view: &View) -> usize {
+        tokens::estimate_tokens(&self.process_events(view))
+    }
+
+    fn action_route(&self, action: &Action) -> ActionRoute {
+        let from_user = action.source == Some(EventSource::User);
+        match (&action.kind, &action.tool_call_metadata) {
+            (ActionKind::System(args), _) => {
+                ActionRoute::Now(Message::system(args.content.clone()))
+            }
+            (ActionKind::Message(args), _) => {
+                let role = if from_user {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                let mut parts = vec![Part::Text(args.content.clone())];
+                let images = args.image_urls.iter().flatten().filter(|u| valid_url(u));
+                if self.vision {
+                    for (i, url) in images.enumerate() {
+                        if from_user {
+                            parts.push(Part::Text(format!("Image {}:", i + 1)));
+                        }
+                        parts.push(Part::Image(url.clone()));
+                    }
+                }
+                ActionRoute::Now(message(role, parts))
+            }
+            (ActionKind::Finish(args), meta) => {
+                let role = if from_user {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                let mut text = args.thought.clone();
+                if let Some(response) = meta.as_ref().and_then(parse_response) {
+                    let content = response_text(&response);
+                    if !content.is_empty() && content != text {
+                        text = if text.is_empty() {
+                            content
+                        } else {
+                            format!("{text}\n{content}")
+                        };
+                    }
+                }
+                if text.trim().is_empty() {
+                    text = args.final_thought.clone();
+                }
+                ActionRoute::Now(Message::text(role, text))
+            }
+            (ActionKind::Run(args), None) if from_user => ActionRoute::Now(Message::user(format!(
+                "User executed the command:\n{}",
+                args.command
+            ))),
+            (ActionKind::Recall(_) | ActionKind::Reject(_), _) => ActionRoute::Skip,
+            (_, Some(meta)) => {
+                let (key, message) = assistant_message(meta);
+                ActionRoute::Pending { key, message }
+            }
+            (kind, None) => {
+                tracing::debug!(
+                    action = kind.action_type().as_str(),
+                    "an action without tool metadata is not shown to the model"
+                );
+                ActionRoute::Skip
+            }
+        }
+    }
+
+    /// The message an observation makes (user form), or `None` when it shows nothing.
+    fn observation_message(
+        &self,
+        observation: &Observation,
+        seen_microagents: &HashSet<String>,
+    ) -> Option<Message> {
+        let max = self.max_message_chars;
+        let content = observation.content.as_str();
+        let parts = match &observation.kind {
+            ObservationKind::Run(extras) => {
+                let text = render_run(extras, content);
+                let text = if observation.tool_call_metadata.is_none() {
+                    format!("\nObserved result of command executed by user:\n{text}")
+                } else {
+                    text
+                };
+                vec![Part::Text(truncate_content(&text, max).into_owned())]
+            }
+            ObservationKind::RunIpython(extras) => self.ipython_parts(extras, content),
+            ObservationKind::Read(_) => vec![Part::Text(content.to_string())],
+            ObservationKind::Edit(extras) => {
+                vec![Part::Text(
+                    truncate_content(&render_edit(extras, content), max).into_owned(),
+                )]
+            }
+            ObservationKind::Error(_) => vec![Part::Text(render_error(content, max))],
+            ObservationKind::UserRejected(_) => {
+                vec![Part::Text(render_user_rejected(content, max))]
+            }
+            ObservationKind::Write(_)
+            | ObservationKind::Think(_)
+            | ObservationKind::Success(_)
+            | ObservationKind::Condense(_) => {
+                vec![Part::Text(truncate_content(content, max).into_owned())]
+            }
+            ObservationKind::Recall(extras) => render_recall(extras, seen_microagents)
+                .into_iter()
+                .map(Part::Text)
+                .collect(),
+            ObservationKind::AgentStateChanged(_) | ObservationKind::Null(_) => Vec::new(),
+        };
+        if parts.is_empty() {
+            return None;
+        }
+        Some(message(Role::User, parts))
+    }
+
+    fn ipython_parts(&self, extras: &IPythonRunCellExtras, content: &str) -> Vec<Part> {
+        let mut text =
+            truncate_content(&render_ipython(content), self.max_message_chars).into_owned();
+        let urls = extras.image_urls.as_deref().unwrap_or_default();
+        if !self.vision || urls.is_empty() {
+            return vec![Part::Text(text)];
+        }
+        let valid: Vec<&String> = urls.iter().filter(|u| valid_url(u)).collect();
+        let invalid = urls.len() - valid.len();
+        if valid.is_empty() {
+            text.push_str(&format!(
+                "\n\nNote: none of the {} image(s) of this output could be shown (empty or \
+                 invalid). Use another way to look at the visual result.",
+                urls.len()
+            ));
+        } else if invalid > 0 {
+            text.push_str(&format!(
+                "\n\nNote: {invalid} image(s) of this output were empty or invalid and are not \
+                 shown. Use another way to look at them if they matter."
+            ));
+        }
+        std::iter::once(Part::Text(text))
+            .chain(valid.into_iter().map(|u| Part::Image(u.clone())))
+            .collect()
+    }
+
+    /// The text an observation shows the model, images left out: for summaries and logs.
+    pub fn observation_text(&self, observation: &Observation) -> String {
+        self.observation_message(observation, &HashSet::new())
+            .and_then(|m| m.content)
+            .map(|c| content_text(&c))
+            .unwrap_or_default()
+    }
+}
+
+/// `run`: prefix, output, suffix, then the working directory, the Python interpreter and the
+/// exit code (once the command has finished), each on its own line when known.
+pub fn render_run(extras: &CmdOutputExtras, content: &str) -> String {
+    let meta = &extras.metadata;
+    let mut text = format!("{}{content}{}", meta.prefix, meta.suffix);
+    if let Some(dir) = meta.working_dir.as_deref().filter(|d| !d.is_empty()) {
+        text.push_str(&format!("\n[Current working directory: {dir}]"));
+    }
+    if let Some(python) = meta
+        .py_interpreter_path
+        .as_deref()
+        .filter(|p| !p.is_empty())
+    {
+        text.push_str(&format!("\n[Python interpreter: {python}]"));
+    }
+    if meta.exit_code != -1 {
+        text.push_str(&format!(
+            "\n[Command finished with exit code {}]",
+            meta.exit_code
+        ));
+    }
+    text
+}
+
+/// `run_ipython`: the cell's output with every inline base64 image line replaced by
+/// [`IPYTHON_IMAGE_LINE`] (the images go as parts of their own, when the model has vision).
+pub fn render_ipython(content: &str) -> String {
+    content
+        .split('\n')
+        .map(|line| {
+            if line.contains("![image](data:image/png;base64,") {
+                IPYTHON_IMAGE_LINE
+            } else {
+                line
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `edit`: the `oh_aci` editor's own text (its result, with a snippet of the edited file); for
+/// another editor, the note that a new file was created, or the content.
+pub fn render_edit(extras: &FileEditExtras, content: &str) -> String {
+    if extras.impl_source == "oh_aci" || extras.prev_exist {
+        return content.to_string();
+    }
+    format!(
+        "[New file {} is created with the provided content.]\n",
+        extras.path
+    )
+}
+
+/// `error`: the (truncated) text and the reference's closing line.
+pub fn render_error(content: &str, max_chars: Option<usize>) -> String {
+    format!(
+        "{}\n[Error occurred in processing last action]",
+        truncate_content(content, max_chars)
+    )
+}
+
+/// `user_rejected`: the (truncated) text between the reference's opening and closing lines.
+pub fn render_user_rejected(content: &str, max_chars: Option<usize>) -> String {
+    format!(
+        "OBSERVATION:\n{}\n[Last action has been rejected by the user]",
+        truncate_content(content, max_chars)
+    )
+}
+
+/// A triggered microagent of a `recall` observation.
+#[derive(Debug, Clone, Copy)]
+pub struct Microagent<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// The word that triggered it.
+    pub trigger: &'a str,
+    /// Its knowledge.
+    pub content: &'a str,
+}
+
+fn microagents(extras: &RecallExtras) -> impl Iterator<Item = Microagent<'_>> {
+    extras.microagent_knowledge.iter().map(|m| {
+        let field = |key: &str| m.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+        Microagent {
+            name: field("name"),
+            trigger: field("trigger"),
+            content: field("content"),
+        }
+    })
+}
+
+/// `recall`: the workspace context (repository, its instructions, runtime hosts, secrets, date,
+/// conversation instructions) and the knowledge of triggered microagents not shown before
+/// (`seen`: names of microagents of earlier `recall` observations). Each non-empty block is
+/// one text part; no parts when there is nothing to say.
+pub fn render_recall(extras: &RecallExtras, seen: &HashSet<String>) -> Vec<String> {
+    let mut parts = Vec::new();
+    let workspace = extras.recall_type == "workspace_context";
+    if workspace {
+        let context = render_workspace_context(extras);
+        if !context.is_empty() {
+            parts.push(context);
+        }
+    }
+    let fresh: Vec<Microagent<'_>> = microagents(extras)
+        .filter(|m| workspace || !seen.contains(m.name))
+        .collect();
+    if !fresh.is_empty() {
+        parts.push(render_microagents(&fresh));
+    }
+    parts
+}
+
+fn render_workspace_context(extras: &RecallExtras) -> String {
+    let has_repo = !extras.repo_name.is_empty() || !extras.repo_directory.is_empty();
+    let has_runtime = !extras.date.is_empty() || !extras.custom_secrets_descriptions.is_empty();
+    let has_instructions = !extras.repo_instructions.trim().is_empty();
+    let has_conversation = !extras.conversation_instructions.is_empty();
+    if !(has_repo || has_runtime || has_instructions || has_conversation) {
+        return String::new();
+    }
+    let mut out = String::new();
+    if has_repo {
+        out.push_str(&format!(
+            "<REPOSITORY_INFO>\nAt the user's request, the repository {} has been cloned to {} \
+             in the working directory.\n</REPOSITORY_INFO>\n",
+            extras.repo_name, extras.repo_directory
+        ));
+    }
+    if has_instructions {
+        out.push_str(&format!(
+            "<REPOSITORY_INSTRUCTIONS>\n{}\n</REPOSITORY_INSTRUCTIONS>\n",
+            extras.repo_instructions
+        ));
+    }
+    out.push_str("<RUNTIME_INFORMATION>\n");
+    if !extras.working_dir.is_empty() {
+        out.push_str(&format!(
+            "The working directory is {}.\n",
+            extras.working_dir
+        ));
+    }
+    if !extras.runtime_hosts.is_empty() {
+        out.push_str("These hosts reach web applications you start, each on its own port:\n");
+        for (host, port) in &extras.runtime_hosts {
+            out.push_str(&format!("* {host} (port {port})\n"));
+        }
+        out.push_str(
+            "Start web servers on these ports, listening on all interfaces (0.0.0.0), with \
+             iframes and CORS requests allowed.\n",
+        );
+    }
+    if !extras.additional_agent_instructions.is_empty() {
+        out.push_str(&format!("{}\n", extras.additional_agent_instructions));
+    }
+    if !extras.custom_secrets_descriptions.is_empty() {
+        out.push_str("<CUSTOM_SECRETS>\nThese environment variables are available to you:\n");
+        for (name, description) in &extras.custom_secrets_descriptions {
+            let description = description
+                .as_str()
+                .map_or_else(|| description.to_string(), str::to_string);
+            out.push_str(&format!("* ${name}: {description}\n"));
+        }
+        out.push_str("</CUSTOM_SECRETS>\n");
+    }
+    if !extras.date.is_empty() {
+        out.push_str(&format!("Today's date is {} (UTC).\n", extras.date));
+    }
+    out.push_str("</RUNTIME_INFORMATION>");
+    if has_conversation {
+        out.push_str(&format!(
+            "\n<CONVERSATION_INSTRUCTIONS>\n{}\n</CONVERSATION_INSTRUCTIONS>",
+            extras.conversation_instructions
+        ));
+    }
+    out
+}
+
+fn render_microagents(agents: &[Microagent<'_>]) -> String {
+    agents
+        .iter()
+        .map(|m| {
+            format!(
+                "<EXTRA_INFO>\nThis was added because the keyword \"{}\" matched; it may not be \
+                 relevant to the request.\n\n{}\n</EXTRA_INFO>",
+                m.trigger, m.content
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Cuts the middle out of `content` when it is longer than `max_chars` characters, keeping
+/// half of the limit at each end around [`TRUNCATION_NOTICE`].
+pub fn truncate_content(content: &str, max_chars: Option<usize>) -> Cow<'_, str> {
+    let Some(max) = max_chars else {
+        return Cow::Borrowed(content);
+    };
+    let count = content.chars().count();
+    if count <= max {
+        return Cow::Borrowed(content);
+    }
+    let half = max / 2;
+    let head_end = content
+        .char_indices()
+        .nth(half)
+        .map_or(content.len(), |(i, _)| i);
+    let tail_start = content
+        .char_indices()
+        .nth(count - half)
+        .map_or(content.len(), |(i, _)| i);
+    Cow::Owned(format!(
+        "{}{TRUNCATION_NOTICE}{}",
+        &content[..head_end],
+        &content[tail_start..]
+    ))
+}
+
+/// A piece of message content before it becomes [`Content`].
+enum Part {
+    Text(String),
+    Image(String),
+}
+
+/// A message of `parts`: plain text when there are no images (text parts joined by a
+/// newline), the parts otherwise.
+fn message(role: Role, parts: Vec<Part>) -> Message {
+    let content = if parts.iter().all(|p| matches!(p, Part::Text(_))) {
+        let texts: Vec<String> = parts
+            .into_iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t),
+                Part::Image(_) => None,
+            })
+            .collect();
+        Content::Text(texts.join("\n"))
+    } else {
+        Content::Parts(
+            parts
+                .into_iter()
+                .map(|p| match p {
+                    Part::Text(text) => ContentPart::Text { text },
+                    Part::Image(url) => ContentPart::ImageUrl {
+                        image_url: ImageUrl { url },
+                    },
+                })
+                .collect(),
+        )
+    };
+    Message {
+        content: Some(content),
+        ..Message::text(role, "")
+    }
+}
+
+/// `message` (user form) as the result of the tool call `meta`.
+fn as_tool_result(message: Message, meta: &ToolCallMetadata) -> Message {
+    Message {
+        role: Role::Tool,
+        tool_call_id: Some(meta.tool_call_id.clone()),
+        name: Some(meta.function_name.clone()),
+        ..message
+    }
+}
+
+fn valid_url(url: &str) -> bool {
+    !url.trim().is_empty()
+}
+
+fn is_system(event: &Event) -> bool {
+    matches!(event, Event::Action(a) if matches!(a.kind, ActionKind::System(_)))
+}
+
+fn parse_response(meta: &ToolCallMetadata) -> Option<ChatResponse> {
+    match serde_json::from_value::<ChatResponse>(meta.model_response.clone()) {
+        Ok(response) if !response.choices.is_empty() => Some(response),
+        Ok(_) => None,
+        Err(error) => {
+            tracing::warn!(%error, call = %meta.tool_call_id, "unreadable model response in tool call metadata");
+            None
+        }
+    }
+}
+
+/// The text of a response's first choice, trimmed of nothing.
+fn response_text(response: &ChatResponse) -> String {
+    response
+        .choices
+        .first()
+        .and_then(|c| c.message.content.as_ref())
+        .map(content_text)
+        .unwrap_or_default()
+}
+
+/// The text of a content: its text, or its text parts joined by newlines.
+pub(crate) fn content_text(content: &Content) -> String {
+    match content {
+        Content::Text(text) => text.clone(),
+        Content::Parts(parts) => parts
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Text { text } => Some(text.as_str()),
+                ContentPart::ImageUrl { .. } => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// The key of the model response behind a tool call: its id, or the call's id when the
+/// response has none. Every action of one response, and every result, has the same key.
+pub(crate) fn response_key(meta: &ToolCallMetadata) -> String {
+    match meta.model_response.get("id").and_then(|id| id.as_str()) {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => meta.tool_call_id.clone(),
+    }
+}
+
+/// The key of the model response behind a tool call ([`response_key`]) and the assistant message that made the call: the response's text, when it has
+/// any, and all its tool calls.
+pub(crate) fn assistant_message(meta: &ToolCallMetadata) -> (String, Message) {
+    let own_call = || ToolCall {
+        id: meta.tool_call_id.clone(),
+        kind: "function".to_string(),
+        function: FunctionCall {
+            name: meta.function_name.clone(),
+            arguments: "{}".to_string(),
+        },
+    };
+    let Some(response) = parse_response(meta) else {
+        let message = Message {
+            content: None,
+            tool_calls: Some(vec![own_call()]),
+            ..Message::assistant("")
+        };
+        return (response_key(meta), message);
+    };
+    let text = response_text(&response);
+    let mut calls = response
+        .choices
+        .first()
+        .and_then(|c| c.message.tool_calls.clone())
+        .unwrap_or_default();
+    if !calls.iter().any(|c| c.id == meta.tool_call_id) {
+        tracing::warn!(call = %meta.tool_call_id, "the model response does not hold the action's tool call");
+        calls.push(own_call());
+    }
+    let key = response_key(meta);
+    let message = Message {
+        content: (!text.trim().is_empty()).then_some(Content::Text(text)),
+        tool_calls: Some(calls),
+        ..Message::assistant("")
+    };
+    (key, message)
+}
+
+/// Keeps tool results whose call is in an assistant message, and tool calls that have a
+/// result (an assistant message left without calls and without text is dropped).
+fn drop_unmatched_tool_calls(messages: Vec<Message>) -> Vec<Message> {
+    let call_ids: HashSet<String> = messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.tool_calls.iter().flatten().map(|c| c.id.clone()))
+        .collect();
+    let result_ids: HashSet<String> = messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .filter_map(|m| m.tool_call_id.clone())
+        .collect();
+    messages
+        .into_iter()
+        .filter_map(|mut m| match m.role {
+            Role::Tool => match &m.tool_call_id {
+                Some(id) if !call_ids.contains(id) => None,
+                _ => Some(m),
+            },
+            Role::Assistant if m.tool_calls.is_some() => {
+                let calls = m.tool_calls.take().unwrap_or_default();
+                let total = calls.len();
+                let kept: Vec<ToolCall> = calls
+                    .into_iter()
+                    .filter(|c| result_ids.contains(&c.id))
+                    .collect();
+                if kept.is_empty() && total > 0 {
+                    return None;
+                }
+                m.tool_calls = Some(kept);
+                Some(m)
+            }
+            _ => Some(m),
+        })
+        .collect()
+}
+
+/// Puts a blank line in front of a user message that follows another user message.
+fn separate_user_messages(mut messages: Vec<Message>) -> Vec<Message> {
+    let mut previous = None;
+    for message in &mut messages {
+        let role = message.role;
+        if role == Role::User && previous == Some(Role::User) {
+            match &mut message.content {
+                Some(Content::Text(text)) => text.insert_str(0, "\n\n"),
+                Some(Content::Parts(parts)) => {
+                    if let Some(ContentPart::Text { text }) = parts
+                        .iter_mut()
+                        .find(|p| matches!(p, ContentPart::Text { .. }))
+                    {
+                        text.insert_str(0, "\n\n");
+                    }
+                }
+                None => {}
+            }
+        }
+        previous = Some(role);
+    }
+    messages
+}
+
+#[cfg(test)]
+#[path = "conversation_tests.rs"]
+pub(crate) mod tests;

@@ -1,0 +1,113 @@
+//! A token estimate for chat messages, good enough to keep a prompt under a budget without a
+//! tokenizer: models see about four characters of English or code per token.
+//!
+//! The heuristic, per message: [`MESSAGE_OVERHEAD`] tokens for the role and framing, plus one
+//! token per [`CHARS_PER_TOKEN`] characters (rounded up) of its text, of each tool call's id,
+//! name and arguments, and of a tool result's id and name, plus [`IMAGE_TOKENS`] per image
+//! (whatever its URL's length: a `data:` URL's base64 is not what the model pays for). It
+//! over-counts dense prose a little and under-counts text in scripts that tokenise worse
+//! (Chinese, long runs of symbols); budgets should leave a margin.
+
+use protocol::llm::{Content, ContentPart, Message};
+
+/// Characters per token.
+pub const CHARS_PER_TOKEN: usize = 4;
+/// Tokens every message costs besides its text.
+pub const MESSAGE_OVERHEAD: usize = 4;
+/// Tokens an image costs (OpenAI's figure for one 512-pixel tile at high detail).
+pub const IMAGE_TOKENS: usize = 765;
+
+/// The estimated tokens of `text`.
+pub fn text_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(CHARS_PER_TOKEN)
+}
+
+/// The estimated tokens of one message.
+pub fn message_tokens(message: &Message) -> usize {
+    let content = match &message.content {
+        None => 0,
+        Some(Content::Text(text)) => text_tokens(text),
+        Some(Content::Parts(parts)) => parts
+            .iter()
+            .map(|part| match part {
+                ContentPart::Text { text } => text_tokens(text),
+                ContentPart::ImageUrl { .. } => IMAGE_TOKENS,
+            })
+            .sum(),
+    };
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .flatten()
+        .map(|call| {
+            text_tokens(&call.id)
+                + text_tokens(&call.function.name)
+                + text_tokens(&call.function.arguments)
+        })
+        .sum();
+    let result = message.tool_call_id.as_deref().map_or(0, text_tokens)
+        + message.name.as_deref().map_or(0, text_tokens);
+    MESSAGE_OVERHEAD + content + calls + result
+}
+
+/// The estimated tokens of a conversation.
+pub fn estimate_tokens(messages: &[Message]) -> usize {
+    messages.iter().map(message_tokens).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use protocol::llm::{FunctionCall, ImageUrl, ToolCall};
+
+    use super::*;
+
+    #[test]
+    fn text_costs_a_token_per_four_characters_plus_the_overhead() {
+        assert_eq!(message_tokens(&Message::user("")), MESSAGE_OVERHEAD);
+        assert_eq!(message_tokens(&Message::user("abcd")), MESSAGE_OVERHEAD + 1);
+        assert_eq!(
+            message_tokens(&Message::user("abcde")),
+            MESSAGE_OVERHEAD + 2
+        );
+        assert_eq!(
+            message_tokens(&Message::user("éééé")),
+            MESSAGE_OVERHEAD + 1,
+            "characters"
+        );
+    }
+
+    #[test]
+    fn images_cost_a_fixed_amount_and_tool_calls_count() {
+        let image = Message {
+            content: Some(Content::Parts(vec![
+                ContentPart::Text {
+                    text: "abcd".into(),
+                },
+                ContentPart::ImageUrl {
+                    image_url: ImageUrl {
+                        url: format!("data:image/png;base64,{}", "A".repeat(10_000)),
+                    },
+                },
+            ])),
+            ..Message::user("")
+        };
+        assert_eq!(message_tokens(&image), MESSAGE_OVERHEAD + 1 + IMAGE_TOKENS);
+        let call = Message {
+            content: None,
+            tool_calls: Some(vec![ToolCall {
+                id: "call".into(),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: "bash".into(),
+                    arguments: "{\"a\": 1}".into(),
+                },
+            }]),
+            ..Message::assistant("")
+        };
+        assert_eq!(message_tokens(&call), MESSAGE_OVERHEAD + 1 + 1 + 2);
+        assert_eq!(
+            estimate_tokens(&[image.clone(), call.clone()]),
+            message_tokens(&image) + message_tokens(&call)
+        );
+    }
+}

@@ -1,0 +1,340 @@
+//! The view: the events an agent sees, built from its history by applying every `condensation`
+//! action in it (OpenHands V0's `View.from_events`).
+//!
+//! A condensation forgets events (a list of ids, or an inclusive id range) and may carry a
+//! summary of them; the summary of the newest condensation that has one is shown as a
+//! `condense` observation at its `summary_offset`. Condensation actions and condensation
+//! requests never show themselves, and neither do the controller's bookkeeping events (`null`
+//! actions and observations, `change_agent_state`, `agent_state_changed`), which the reference
+//! leaves out of the agent's history as well.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use protocol::action::CondensationArgs;
+use protocol::observation::EmptyExtras;
+use protocol::{Action, ActionKind, Event, EventSource, Observation, ObservationKind};
+
+/// The events an agent reasons over, oldest first, plus what the history says beyond them.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    events: Vec<Arc<Event>>,
+    initial_user_message: Option<Arc<Event>>,
+    unhandled_condensation_request: bool,
+}
+
+impl View {
+    /// The view of `history` (the events from `state.start_id` on, in id order).
+    pub fn from_events(history: &[Arc<Event>]) -> View {
+        let mut forgotten: HashSet<i64> = HashSet::new();
+        let mut summary: Option<(&str, usize, Option<i64>)> = None;
+        let mut unhandled_condensation_request = false;
+        for event in history {
+            let Event::Action(action) = event.as_ref() else {
+                continue;
+            };
+            match &action.kind {
+                ActionKind::Condensation(args) => {
+                    forgotten.extend(forgotten_ids(args));
+                    if let (Some(text), Some(offset)) = (&args.summary, args.summary_offset) {
+                        summary = Some((text, usize::try_from(offset).unwrap_or(0), action.id));
+                    }
+                    unhandled_condensation_request = false;
+                }
+                ActionKind::CondensationRequest(_) => unhandled_condensation_request = true,
+                _ => {}
+            }
+        }
+
+        let mut events: Vec<Arc<Event>> = history
+            .iter()
+            .filter(|e| shown(e) && e.id().is_none_or(|id| !forgotten.contains(&id)))
+            .cloned()
+            .collect();
+        if let Some((text, offset, cause)) = summary {
+            tracing::debug!(offset, "inserting the condensation summary");
+            events.insert(
+                offset.min(events.len()),
+                Arc::new(summary_event(text, cause)),
+            );
+        }
+        let initial_user_message = history.iter().find(|e| is_user_message(e)).cloned();
+        View {
+            events,
+            initial_user_message,
+            unhandled_condensation_request,
+        }
+    }
+
+    /// A view of other `events` with this view's initial user message and pending request: what
+    /// a condenser that transforms events returns.
+    pub fn with_events(&self, events: Vec<Arc<Event>>) -> View {
+        View {
+            events,
+            initial_user_message: self.initial_user_message.clone(),
+            unhandled_condensation_request: self.unhandled_condensation_request,
+        }
+    }
+
+    /// The events, oldest first.
+    pub fn events(&self) -> &[Arc<Event>] {
+        &self.events
+    }
+
+    /// How many events the view holds.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// The events, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter().map(AsRef::as_ref)
+    }
+
+    /// The first user `message` of the history, even when a condensation forgot it: the
+    /// conversation must open with it.
+    pub fn initial_user_message(&self) -> Option<&Action> {
+        match self.initial_user_message.as_deref() {
+            Some(Event::Action(action)) => Some(action),
+            _ => None,
+        }
+    }
+
+    /// [`Self::initial_user_message`] as an event.
+    pub(crate) fn initial_user_event(&self) -> Option<&Event> {
+        self.initial_user_message.as_deref()
+    }
+
+    /// Whether a `condensation_request` came after the newest `condensation`: the condenser
+    /// should condense now, whatever the size.
+    pub fn unhandled_condensation_request(&self) -> bool {
+        self.unhandled_condensation_request
+    }
+
+    /// The summary the view shows (the content of its `condense` observation), if any.
+    pub fn summary(&self) -> Option<&str> {
+        self.iter().find_map(|e| match e {
+            Event::Observation(o) if matches!(o.kind, ObservationKind::Condense(_)) => {
+                Some(o.content.as_str())
+            }
+            _ => None,
+        })
+    }
+}
+
+/// The ids a condensation forgets: its list when it has one, else its inclusive range.
+pub fn forgotten_ids(args: &CondensationArgs) -> Vec<i64> {
+    match (
+        &args.forgotten_event_ids,
+        args.forgotten_events_start_id,
+        args.forgotten_events_end_id,
+    ) {
+        (Some(ids), _, _) => ids.clone(),
+        (None, Some(start), Some(end)) => (start..=end).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether an event of the history can be part of a view.
+fn shown(event: &Event) -> bool {
+    match event {
+        Event::Action(a) => !matches!(
+            a.kind,
+            ActionKind::Condensation(_)
+                | ActionKind::CondensationRequest(_)
+                | ActionKind::Null(_)
+                | ActionKind::ChangeAgentState(_)
+        ),
+        Event::Observation(o) => !matches!(
+            o.kind,
+            ObservationKind::Null(_) | ObservationKind::AgentStateChanged(_)
+        ),
+    }
+}
+
+/// Whether an event is a `message` from the user.
+pub(crate) fn is_user_message(event: &Event) -> bool {
+    matches!(event, Event::Action(a)
+        if matches!(a.kind, ActionKind::Message(_)) && a.source == Some(EventSource::User))
+}
+
+/// The `condense` observation standing in for a summary; `cause` is the condensation's id.
+fn summary_event(text: &str, cause: Option<i64>) -> Event {
+    let mut observation = Observation::new(ObservationKind::Condense(EmptyExtras {}), text);
+    observation.source = Some(EventSource::Environment);
+    observation.cause = cause;
+    observation.message = "Summary of forgotten events".to_string();
+    Event::Observation(observation)
+}
+
+#[cfg(test)]
+mod tests {
+    use protocol::action::{CmdRunArgs, MessageArgs};
+    use protocol::observation::AgentStateChangedExtras;
+
+    use super::*;
+    use crate::events::EventStream;
+
+    fn message(text: &str) -> Action {
+        Action::from(ActionKind::Message(MessageArgs {
+            content: text.to_string(),
+            ..MessageArgs::default()
+        }))
+    }
+
+    fn run(command: &str) -> Action {
+        Action::from(ActionKind::Run(CmdRunArgs::new(command)))
+    }
+
+    fn condensation(args: CondensationArgs) -> Action {
+        Action::from(ActionKind::Condensation(args))
+    }
+
+    /// Ten commands after a user message: ids 0 (message) and 1..=10 (runs).
+    fn stream() -> EventStream {
+        let stream = EventStream::in_memory();
+        stream.add(message("task"), EventSource::User).unwrap();
+        for i in 1..=10 {
+            stream
+                .add(run(&format!("echo {i}")), EventSource::Agent)
+                .unwrap();
+        }
+        stream
+    }
+
+    fn ids(view: &View) -> Vec<Option<i64>> {
+        view.iter().map(Event::id).collect()
+    }
+
+    #[test]
+    fn a_history_without_condensations_is_its_own_view_minus_bookkeeping() {
+        let stream = stream();
+        stream
+            .add(
+                Observation::new(
+                    ObservationKind::AgentStateChanged(AgentStateChangedExtras {
+                        agent_state: "running".into(),
+                        reason: String::new(),
+                    }),
+                    "",
+                ),
+                EventSource::Environment,
+            )
+            .unwrap();
+        let view = View::from_events(&stream.all());
+        assert_eq!(view.len(), 11);
+        assert!(!view.unhandled_condensation_request());
+        assert_eq!(
+            view.initial_user_message().map(|a| a.id),
+            Some(Some(0)),
+            "the first user message"
+        );
+    }
+
+    #[test]
+    fn one_condensation_forgets_a_range_and_shows_its_summary_at_its_offset() {
+        let stream = stream();
+        stream
+            .add(
+                condensation(CondensationArgs {
+                    forgotten_events_start_id: Some(2),
+                    forgotten_events_end_id: Some(6),
+                    summary: Some("ran echo 2 to echo 6".into()),
+                    summary_offset: Some(1),
+                    ..CondensationArgs::default()
+                }),
+                EventSource::Agent,
+            )
+            .unwrap();
+        let view = View::from_events(&stream.all());
+        assert_eq!(
+            ids(&view),
+            [Some(0), None, Some(1), Some(7), Some(8), Some(9), Some(10)]
+        );
+        assert_eq!(view.summary(), Some("ran echo 2 to echo 6"));
+        let Event::Observation(summary) = &view.events()[1].as_ref() else {
+            panic!("the summary is an observation");
+        };
+        assert_eq!(summary.kind.type_name(), "condense");
+        assert_eq!(summary.cause, Some(11), "caused by the condensation");
+    }
+
+    #[test]
+    fn two_condensations_forget_both_sets_and_the_newest_summary_wins() {
+        let stream = stream();
+        stream
+            .add(
+                condensation(CondensationArgs {
+                    forgotten_events_start_id: Some(1),
+                    forgotten_events_end_id: Some(3),
+                    summary: Some("first".into()),
+                    summary_offset: Some(1),
+                    ..CondensationArgs::default()
+                }),
+                EventSource::Agent,
+            )
+            .unwrap();
+        stream.add(message("more work"), EventSource::User).unwrap();
+        stream
+            .add(
+                condensation(CondensationArgs {
+                    forgotten_event_ids: Some(vec![4, 6, 8]),
+                    summary: Some("second".into()),
+                    summary_offset: Some(1),
+                    ..CondensationArgs::default()
+                }),
+                EventSource::Agent,
+            )
+            .unwrap();
+        let view = View::from_events(&stream.all());
+        assert_eq!(
+            ids(&view),
+            [Some(0), None, Some(5), Some(7), Some(9), Some(10), Some(12)]
+        );
+        assert_eq!(view.summary(), Some("second"));
+    }
+
+    #[test]
+    fn a_condensation_without_summary_only_forgets_and_the_first_message_is_kept_apart() {
+        let stream = stream();
+        stream
+            .add(
+                condensation(CondensationArgs {
+                    forgotten_event_ids: Some(vec![0, 1, 2]),
+                    ..CondensationArgs::default()
+                }),
+                EventSource::Agent,
+            )
+            .unwrap();
+        let view = View::from_events(&stream.all());
+        assert_eq!(view.len(), 8);
+        assert_eq!(view.summary(), None);
+        assert!(view.initial_user_message().is_some(), "even when forgotten");
+    }
+
+    #[test]
+    fn a_condensation_request_is_pending_until_a_condensation_follows() {
+        let stream = stream();
+        stream
+            .add(
+                Action::from(ActionKind::CondensationRequest(Default::default())),
+                EventSource::User,
+            )
+            .unwrap();
+        let view = View::from_events(&stream.all());
+        assert!(view.unhandled_condensation_request());
+        assert_eq!(view.len(), 11, "the request itself is not shown");
+        stream
+            .add(
+                condensation(CondensationArgs::default()),
+                EventSource::Agent,
+            )
+            .unwrap();
+        assert!(!View::from_events(&stream.all()).unhandled_condensation_request());
+    }
+}
