@@ -354,8 +354,19 @@ pub fn render_run(extras: &CmdOutputExtras, content: &str) -> String {
             meta.exit_code
         ));
     }
+    // sandboxd keeps every command's whole output; when the observation shows only part of
+    // it, say where the rest is.
+    let cut = content.contains(OUTPUT_CUT) || meta.prefix.contains(SCROLLED_AWAY);
+    if let Some(path) = extras.full_output_path.as_deref().filter(|_| cut) {
+        text.push_str(&format!("\n[The whole output is in the file {path}]"));
+    }
     text
 }
+
+/// What sandboxd puts where it cut the middle of a long output.
+const OUTPUT_CUT: &str = "[... Observation truncated due to length ...]";
+/// What sandboxd's prefix says when older lines of the output scrolled away.
+const SCROLLED_AWAY: &str = "truncated";
 
 /// `run_ipython`: the cell's output with every inline base64 image line replaced by
 /// [`IPYTHON_IMAGE_LINE`] (the images go as parts of their own, when the model has vision).
