@@ -194,6 +194,7 @@ impl Reply {
             completion_tokens,
             total_tokens: prompt_tokens + completion_tokens,
             prompt_tokens_details: cached,
+            ..Usage::default()
         });
         self
     }
