@@ -746,3 +746,12 @@ fn reasoning_models_get_max_completion_tokens_and_no_temperature() {
     assert_eq!(request.reasoning_effort.as_deref(), Some("high"));
     assert!(request.tools.is_some());
 }
+
+#[test]
+fn https_endpoints_build_and_bad_urls_are_refused() {
+    // The TLS backend (rustls) must be usable without a process-wide provider install.
+    let https = Llm::new(LlmConfig::new("gpt-4o", "https://api.openai.com/v1/")).unwrap();
+    assert_eq!(https.tool_calling(), ToolCalling::Native);
+    let error = Llm::new(LlmConfig::new("gpt-4o", "api.openai.com")).unwrap_err();
+    assert_eq!(error.kind(), "ConfigError");
+}
