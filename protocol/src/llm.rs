@@ -192,6 +192,10 @@ pub struct ChatRequest {
     /// Most tokens to generate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Most tokens to generate, reasoning included: OpenAI's reasoning models (o-series,
+    /// GPT-5) take this instead of `max_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u32>,
     /// `low`, `medium` or `high`, for reasoning models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
@@ -251,6 +255,12 @@ pub struct Usage {
     /// Details of the prompt tokens (cached ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// Prompt tokens written to the provider's cache (Anthropic through LiteLLM's proxy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u64>,
+    /// The call's cost in USD, where the server reports it (OpenRouter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 /// `usage.prompt_tokens_details`.

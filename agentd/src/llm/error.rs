@@ -1,0 +1,293 @@
+//! Why a completion failed: [`LlmError`] at the boundary, and the classification of one
+//! attempt's failure (HTTP status, body, transport error) into OpenHands' error type names and
+//! whether a retry can help.
+
+use std::time::Duration;
+
+use protocol::llm::ErrorBody;
+
+/// Why a completion failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    /// The model's answer holds a tool call that does not parse or does not fit the tool's
+    /// schema (unknown tool, missing or unknown parameter, wrong type or value). Retrying the
+    /// same request does not help; showing the model this message (an error observation) does.
+    #[error("{0}")]
+    ToolCallFormat(String),
+    /// Anything else. Errors a retry can fix (`RateLimitError`, `APIConnectionError`,
+    /// `Timeout`, `InternalServerError`, `ServiceUnavailableError`, `LLMNoResponseError`) were
+    /// already retried `num_retries` times; the others (`AuthenticationError`,
+    /// `BadRequestError`, `NotFoundError`, `PermissionDeniedError`,
+    /// `ContextWindowExceededError`, `ConfigError`...) were not retried, and retrying them
+    /// does not help (a `ContextWindowExceededError` needs a shorter history).
+    #[error("{kind}: {message}")]
+    Failed {
+        /// The error type name, as OpenHands/litellm report it.
+        kind: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl LlmError {
+    /// The error type name: `kind` of [`LlmError::Failed`], `FunctionCallValidationError` for
+    /// [`LlmError::ToolCallFormat`].
+    pub fn kind(&self) -> &str {
+        match self {
+            LlmError::ToolCallFormat(_) => "FunctionCallValidationError",
+            LlmError::Failed { kind, .. } => kind,
+        }
+    }
+
+    /// Whether the prompt did not fit the model's context window (the caller should condense
+    /// the history).
+    pub fn is_context_window_exceeded(&self) -> bool {
+        self.kind() == Kind::ContextWindowExceeded.name()
+    }
+
+    pub(crate) fn config(message: impl Into<String>) -> LlmError {
+        LlmError::Failed {
+            kind: "ConfigError".to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The error types, named as OpenHands (litellm) names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    RateLimit,
+    Connection,
+    Timeout,
+    InternalServer,
+    ServiceUnavailable,
+    NoResponse,
+    Authentication,
+    PermissionDenied,
+    BadRequest,
+    NotFound,
+    ContextWindowExceeded,
+    Api,
+}
+
+impl Kind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::RateLimit => "RateLimitError",
+            Kind::Connection => "APIConnectionError",
+            Kind::Timeout => "Timeout",
+            Kind::InternalServer => "InternalServerError",
+            Kind::ServiceUnavailable => "ServiceUnavailableError",
+            Kind::NoResponse => "LLMNoResponseError",
+            Kind::Authentication => "AuthenticationError",
+            Kind::PermissionDenied => "PermissionDeniedError",
+            Kind::BadRequest => "BadRequestError",
+            Kind::NotFound => "NotFoundError",
+            Kind::ContextWindowExceeded => "ContextWindowExceededError",
+            Kind::Api => "APIError",
+        }
+    }
+}
+
+/// One failed attempt.
+#[derive(Debug, Clone)]
+pub(crate) struct AttemptError {
+    pub kind: Kind,
+    pub message: String,
+    /// Whether another attempt can succeed.
+    pub retryable: bool,
+    /// The server's `Retry-After` (or `retry-after-ms`).
+    pub retry_after: Option<Duration>,
+}
+
+impl AttemptError {
+    pub(crate) fn new(kind: Kind, message: impl Into<String>) -> AttemptError {
+        let retryable = matches!(
+            kind,
+            Kind::RateLimit
+                | Kind::Connection
+                | Kind::Timeout
+                | Kind::InternalServer
+                | Kind::ServiceUnavailable
+                | Kind::NoResponse
+        );
+        AttemptError {
+            kind,
+            message: message.into(),
+            retryable,
+            retry_after: None,
+        }
+    }
+
+    /// A transport failure: no HTTP answer at all.
+    pub(crate) fn transport(error: &reqwest::Error) -> AttemptError {
+        let kind = if error.is_timeout() {
+            Kind::Timeout
+        } else {
+            Kind::Connection
+        };
+        AttemptError::new(kind, error_chain(error))
+    }
+
+    /// A non-2xx answer (or a 2xx whose body is an error object, as OpenRouter sends).
+    pub(crate) fn http(status: u16, body: &str, retry_after: Option<Duration>) -> AttemptError {
+        let detail = serde_json::from_str::<ErrorBody>(body)
+            .ok()
+            .map(|b| b.error)
+            .filter(|e| !e.message.is_empty());
+        let message = match &detail {
+            Some(detail) => format!("HTTP {status}: {}", detail.message),
+            None => format!("HTTP {status}: {}", truncate(body.trim(), 1000)),
+        };
+        let code = detail
+            .as_ref()
+            .and_then(|d| d.code.as_ref())
+            .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned))
+            .unwrap_or_default();
+        let kind = match status {
+            400 | 413 | 422 if is_context_window_message(body) => Kind::ContextWindowExceeded,
+            413 => Kind::ContextWindowExceeded,
+            400 | 422 => Kind::BadRequest,
+            401 => Kind::Authentication,
+            403 => Kind::PermissionDenied,
+            404 => Kind::NotFound,
+            408 => Kind::Timeout,
+            429 => Kind::RateLimit,
+            503 => Kind::ServiceUnavailable,
+            504 => Kind::Timeout,
+            500..=599 => Kind::InternalServer,
+            _ => Kind::Api,
+        };
+        let mut error = AttemptError::new(kind, message);
+        error.retry_after = retry_after;
+        // OpenAI answers an exhausted quota with 429: waiting does not refill it.
+        if kind == Kind::RateLimit
+            && (code == "insufficient_quota" || body.contains("insufficient_quota"))
+        {
+            error.retryable = false;
+        }
+        error
+    }
+
+    pub(crate) fn into_error(self, attempts: u32) -> LlmError {
+        let message = if self.retryable && attempts > 1 {
+            format!("{} (gave up after {attempts} attempts)", self.message)
+        } else {
+            self.message
+        };
+        LlmError::Failed {
+            kind: self.kind.name().to_owned(),
+            message,
+        }
+    }
+}
+
+impl std::fmt::Display for AttemptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind.name(), self.message)
+    }
+}
+
+/// Whether an error body says the prompt is longer than the context window, in the words of
+/// OpenAI, vLLM, Anthropic, Ollama, LiteLLM and friends.
+pub(crate) fn is_context_window_message(body: &str) -> bool {
+    const NEEDLES: &[&str] = &[
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "context_window",
+        "maximum context",
+        "contextwindowexceedederror",
+        "prompt is too long",
+        "input is too long",
+        "too many tokens",
+        "exceeds the maximum number of tokens",
+        "input length and `max_tokens` exceed context limit",
+        "please reduce the length",
+        "reduce the length of the messages",
+    ];
+    let body = body.to_lowercase();
+    NEEDLES.iter().any(|needle| body.contains(needle))
+}
+
+/// `error` and its sources, `: `-separated (reqwest's own text hides the cause).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_openhands_kinds() {
+        let cases = [
+            (429, "{}", "RateLimitError", true),
+            (500, "oops", "InternalServerError", true),
+            (502, "", "InternalServerError", true),
+            (503, "", "ServiceUnavailableError", true),
+            (504, "", "Timeout", true),
+            (401, "", "AuthenticationError", false),
+            (403, "", "PermissionDeniedError", false),
+            (404, "", "NotFoundError", false),
+            (
+                400,
+                r#"{"error":{"message":"bad role"}}"#,
+                "BadRequestError",
+                false,
+            ),
+            (
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}}"#,
+                "ContextWindowExceededError",
+                false,
+            ),
+            (
+                400,
+                "prompt is too long: 210000 tokens > 200000 maximum",
+                "ContextWindowExceededError",
+                false,
+            ),
+            (
+                429,
+                r#"{"error":{"message":"You exceeded your current quota","code":"insufficient_quota"}}"#,
+                "RateLimitError",
+                false,
+            ),
+        ];
+        for (status, body, kind, retryable) in cases {
+            let error = AttemptError::http(status, body, None);
+            assert_eq!(
+                (error.kind.name(), error.retryable),
+                (kind, retryable),
+                "{status} {body}"
+            );
+        }
+        let error = AttemptError::http(400, r#"{"error":{"message":"bad role"}}"#, None);
+        assert_eq!(
+            error.into_error(1).to_string(),
+            "BadRequestError: HTTP 400: bad role"
+        );
+    }
+}

@@ -1,0 +1,252 @@
+//! Token counts, costs and latencies of an [`Llm`](super::Llm)'s calls, in the shape of
+//! OpenHands' `Metrics` (`accumulated_cost`, `accumulated_token_usage`, `costs`,
+//! `response_latencies`, `token_usages`), and the cost of one call from the price table.
+
+use std::time::Duration;
+
+use protocol::llm::Usage;
+use serde_json::{Value, json};
+
+use super::config::Price;
+
+/// Token counts of one call, or accumulated (OpenHands' `TokenUsage`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TokenUsage {
+    /// The model.
+    pub model: String,
+    /// Prompt tokens (cached ones included).
+    pub prompt_tokens: u64,
+    /// Generated tokens.
+    pub completion_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: u64,
+    /// The model's context window (`max_input_tokens`; 0 when unknown).
+    pub context_window: u64,
+    /// Prompt plus completion tokens of the last call.
+    pub per_turn_token: u64,
+    /// The response id (empty when accumulated).
+    pub response_id: String,
+}
+
+impl TokenUsage {
+    fn to_json(&self) -> Value {
+        json!({
+            "model": self.model,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "context_window": self.context_window,
+            "per_turn_token": self.per_turn_token,
+            "response_id": self.response_id,
+        })
+    }
+}
+
+/// The cost of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cost {
+    /// The model.
+    pub model: String,
+    /// USD.
+    pub cost: f64,
+    /// Unix time of the call, in seconds.
+    pub timestamp: f64,
+}
+
+/// The latency of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseLatency {
+    /// The model.
+    pub model: String,
+    /// Seconds from sending the request to reading the whole answer (of the attempt that
+    /// succeeded).
+    pub latency: f64,
+    /// The response id.
+    pub response_id: String,
+}
+
+/// Everything an [`Llm`](super::Llm) (and its clones) spent so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metrics {
+    /// The model.
+    pub model_name: String,
+    /// Total cost in USD.
+    pub accumulated_cost: f64,
+    /// Total token counts.
+    pub accumulated_token_usage: TokenUsage,
+    /// Each call's cost.
+    pub costs: Vec<Cost>,
+    /// Each call's latency.
+    pub response_latencies: Vec<ResponseLatency>,
+    /// Each call's token counts.
+    pub token_usages: Vec<TokenUsage>,
+}
+
+/// What one call adds to the [`Metrics`].
+#[derive(Debug, Clone)]
+pub(crate) struct CallMetrics {
+    pub usage: TokenUsage,
+    pub cost: f64,
+    pub latency: Duration,
+    pub timestamp: f64,
+}
+
+impl Metrics {
+    /// Empty metrics for `model`.
+    pub fn new(model: &str) -> Metrics {
+        Metrics {
+            model_name: model.to_owned(),
+            accumulated_token_usage: TokenUsage {
+                model: model.to_owned(),
+                ..TokenUsage::default()
+            },
+            ..Metrics::default()
+        }
+    }
+
+    /// The whole metrics as OpenHands' `Metrics.get()` JSON.
+    pub fn to_json(&self) -> Value {
+        self.json_with(
+            self.costs.iter(),
+            self.response_latencies.iter(),
+            self.token_usages.iter(),
+        )
+    }
+
+    /// Adds one call; answers the JSON for that call's action: accumulated totals, and lists
+    /// holding only this call's entries.
+    pub(crate) fn record(&mut self, call: CallMetrics) -> Value {
+        let usage = call.usage;
+        let total = &mut self.accumulated_token_usage;
+        total.prompt_tokens += usage.prompt_tokens;
+        total.completion_tokens += usage.completion_tokens;
+        total.cache_read_tokens += usage.cache_read_tokens;
+        total.cache_write_tokens += usage.cache_write_tokens;
+        total.context_window = total.context_window.max(usage.context_window);
+        total.per_turn_token = usage.per_turn_token;
+        self.accumulated_cost += call.cost;
+        let cost = Cost {
+            model: self.model_name.clone(),
+            cost: call.cost,
+            timestamp: call.timestamp,
+        };
+        let latency = ResponseLatency {
+            model: self.model_name.clone(),
+            latency: call.latency.as_secs_f64(),
+            response_id: usage.response_id.clone(),
+        };
+        let json = self.json_with([&cost], [&latency], [&usage]);
+        self.costs.push(cost);
+        self.response_latencies.push(latency);
+        self.token_usages.push(usage);
+        json
+    }
+
+    fn json_with<'a>(
+        &self,
+        costs: impl IntoIterator<Item = &'a Cost>,
+        latencies: impl IntoIterator<Item = &'a ResponseLatency>,
+        usages: impl IntoIterator<Item = &'a TokenUsage>,
+    ) -> Value {
+        let costs: Vec<Value> = costs
+            .into_iter()
+            .map(|c| json!({"model": c.model, "cost": c.cost, "timestamp": c.timestamp}))
+            .collect();
+        let latencies: Vec<Value> = latencies
+            .into_iter()
+            .map(|l| json!({"model": l.model, "latency": l.latency, "response_id": l.response_id}))
+            .collect();
+        let usages: Vec<Value> = usages.into_iter().map(TokenUsage::to_json).collect();
+        json!({
+            "accumulated_cost": self.accumulated_cost,
+            "accumulated_token_usage": self.accumulated_token_usage.to_json(),
+            "costs": costs,
+            "response_latencies": latencies,
+            "token_usages": usages,
+        })
+    }
+}
+
+/// The token counts of a response's `usage`.
+pub(crate) fn token_usage(
+    model: &str,
+    usage: Option<&Usage>,
+    context_window: u64,
+    response_id: &str,
+) -> TokenUsage {
+    let usage = usage.cloned().unwrap_or_default();
+    let cache_read = usage
+        .prompt_tokens_details
+        .as_ref()
+        .map_or(0, |d| d.cached_tokens);
+    TokenUsage {
+        model: model.to_owned(),
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        cache_read_tokens: cache_read,
+        cache_write_tokens: usage.cache_creation_input_tokens.unwrap_or(0),
+        context_window,
+        per_turn_token: usage.prompt_tokens + usage.completion_tokens,
+        response_id: response_id.to_owned(),
+    }
+}
+
+/// The cost of one call: from the price table when the model has a price, else what the
+/// server reported (LiteLLM's `x-litellm-response-cost` header, OpenRouter's `usage.cost`),
+/// else 0.
+pub(crate) fn cost(
+    price: Option<Price>,
+    usage: &TokenUsage,
+    header_cost: Option<f64>,
+    reported: Option<f64>,
+) -> f64 {
+    if let Some(price) = price {
+        let cached = usage.cache_read_tokens.min(usage.prompt_tokens);
+        let written = usage.cache_write_tokens.min(usage.prompt_tokens - cached);
+        let fresh = usage.prompt_tokens - cached - written;
+        let read_price = price
+            .cache_read_cost_per_token
+            .unwrap_or(price.input_cost_per_token);
+        let write_price = price
+            .cache_write_cost_per_token
+            .unwrap_or(price.input_cost_per_token);
+        return fresh as f64 * price.input_cost_per_token
+            + cached as f64 * read_price
+            + written as f64 * write_price
+            + usage.completion_tokens as f64 * price.output_cost_per_token;
+    }
+    header_cost
+        .or(reported)
+        .filter(|c| c.is_finite() && *c >= 0.0)
+        .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_and_written_tokens_have_their_own_prices() {
+        let price = Price {
+            input_cost_per_token: 1.0,
+            output_cost_per_token: 10.0,
+            cache_read_cost_per_token: Some(0.1),
+            cache_write_cost_per_token: Some(2.0),
+        };
+        let usage = TokenUsage {
+            prompt_tokens: 100,
+            completion_tokens: 5,
+            cache_read_tokens: 40,
+            cache_write_tokens: 10,
+            ..TokenUsage::default()
+        };
+        let cost = cost(Some(price), &usage, Some(99.0), None);
+        assert!((cost - (50.0 + 4.0 + 20.0 + 50.0)).abs() < 1e-9, "{cost}");
+        assert_eq!(super::cost(None, &usage, None, Some(0.25)), 0.25);
+        assert_eq!(super::cost(None, &usage, Some(0.5), Some(0.25)), 0.5);
+        assert_eq!(super::cost(None, &usage, None, None), 0.0);
+    }
+}
