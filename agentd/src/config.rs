@@ -20,12 +20,30 @@
 //! [remote]
 //! url = "http://sandbox-host:8000"
 //! api_key = "..."
+//!
+//! [llm]                       # the CodeAct agent's model; keys in crate::llm::config
+//! model = "gpt-4o"
+//! base_url = "https://api.openai.com/v1"
+//! [llm.prices."gpt-4o"]
+//! input_cost_per_token = 2.5e-6
+//! output_cost_per_token = 1e-5
+//!
+//! [condenser]                 # keys in crate::memory::condenser
+//! type = "llm"
+//! max_size = 120
+//!
+//! [agent]
+//! ipython = true              # offer execute_ipython_cell
+//! think = true                # offer think
+//! system_prompt_file = "prompt.md"
 //! ```
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::llm::LlmConfig;
+use crate::memory::CondenserConfig;
 use crate::runtime::RuntimeKind;
 use crate::runtime::docker::Network;
 
@@ -72,6 +90,25 @@ pub struct FileConfig {
     /// Remote runtime settings.
     #[serde(default)]
     pub remote: RemoteSection,
+    /// The LLM of the CodeAct agent.
+    pub llm: Option<LlmConfig>,
+    /// How the CodeAct agent condenses its history.
+    pub condenser: Option<CondenserConfig>,
+    /// The CodeAct agent.
+    #[serde(default)]
+    pub agent: AgentSection,
+}
+
+/// `[agent]`: the CodeAct agent's tools and prompt.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSection {
+    /// Offer `execute_ipython_cell` (default true).
+    pub ipython: Option<bool>,
+    /// Offer `think` (default true).
+    pub think: Option<bool>,
+    /// A file with the system prompt to use instead of the built-in one.
+    pub system_prompt_file: Option<PathBuf>,
 }
 
 /// `[docker]`.
@@ -155,6 +192,19 @@ mod tests {
         assert_eq!(config.max_iterations, Some(7));
         assert_eq!(config.docker.network, Some(Network::None));
         assert_eq!(config.remote.url.as_deref(), Some("http://x:1"));
+
+        std::fs::write(
+            &path,
+            "[llm]\nmodel = \"m\"\n[condenser]\ntype = \"recent\"\nmax_events = 50\n[agent]\nipython = false\n",
+        )
+        .unwrap();
+        let config = FileConfig::load(&path).unwrap();
+        assert_eq!(config.llm.unwrap().model, "m");
+        assert!(matches!(
+            config.condenser,
+            Some(CondenserConfig::Recent { max_events: 50, .. })
+        ));
+        assert_eq!(config.agent.ipython, Some(false));
 
         std::fs::write(&path, "max_iteration = 7\n").unwrap();
         let err = FileConfig::load(&path).unwrap_err().to_string();

@@ -3,9 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use agentd::agent::codeact::tools::ToolSet;
+use agentd::agent::codeact::{CodeActAgent, CodeActConfig};
 use agentd::agent::{Agent, ReplayAgent};
 use agentd::config::{self, FileConfig};
 use agentd::controller::DEFAULT_MAX_ITERATIONS;
+use agentd::llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
 use agentd::runtime::{RuntimeConfig, RuntimeKind};
 use agentd::session::{self, RunSpec};
 use agentd::{display, trajectory};
@@ -30,10 +33,26 @@ pub struct RunArgs {
     /// observations differ (exit status 3). Its task is used unless --task is given.
     #[arg(long, value_name = "FILE", conflicts_with = "script")]
     replay: Option<PathBuf>,
-    /// Run a scripted agent: a JSON array of actions, played in order, then `finish` (until the
-    /// CodeAct agent lands, this and --replay are the agents there are).
+    /// Run a scripted agent: a JSON array of actions, played in order, then `finish`. Without
+    /// --script or --replay, the CodeAct agent runs with the LLM given by --model.
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
+    /// The CodeAct agent's model, as its server names it.
+    #[arg(long, env = "LLM_MODEL")]
+    model: Option<String>,
+    /// The model's OpenAI-compatible endpoint (`.../v1`; default OpenAI's).
+    #[arg(long, env = "LLM_BASE_URL", value_name = "URL")]
+    base_url: Option<String>,
+    /// The endpoint's API key.
+    #[arg(long, env = "LLM_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Tool calling: native (`tools` in the request) or prompted (tools described in the
+    /// system prompt); default by model name.
+    #[arg(long, value_enum)]
+    tool_calling: Option<ToolCalling>,
+    /// Write each request sent to the model, as sent, to DIR (one numbered JSON file each).
+    #[arg(long, value_name = "DIR")]
+    dump_requests: Option<PathBuf>,
     /// Where the sandbox runs.
     #[arg(long, env = "AGENTD_RUNTIME", value_enum)]
     runtime: Option<RuntimeKind>,
@@ -98,9 +117,32 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
             Box::new(ReplayAgent::new(actions))
         }
         (None, None) => {
-            return usage(
-                "no agent: pass --script FILE or --replay FILE (the LLM-driven CodeAct agent is not built yet)",
-            );
+            let mut llm = file
+                .llm
+                .clone()
+                .unwrap_or_else(|| LlmConfig::new("", DEFAULT_BASE_URL));
+            // The flags carry the environment (LLM_MODEL...), which wins over the file.
+            if let Some(model) = &args.model {
+                llm.model = model.clone();
+            }
+            if let Some(url) = &args.base_url {
+                llm.base_url = url.clone();
+            }
+            if args.api_key.is_some() {
+                llm.api_key = args.api_key.clone();
+            }
+            if args.tool_calling.is_some() {
+                llm.tool_calling = args.tool_calling;
+            }
+            if args.dump_requests.is_some() {
+                llm.dump_requests_folder = args.dump_requests.clone();
+            }
+            if llm.model.trim().is_empty() {
+                return usage(
+                    "no agent: pass --model (or set LLM_MODEL, or [llm] model in --config) for                      the CodeAct agent, or --script FILE or --replay FILE",
+                );
+            }
+            Box::new(codeact(llm, &file)?)
         }
     };
     let task = match (&args.task, &args.task_file, &recorded) {
@@ -207,6 +249,40 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(if outcome.finished() { 0 } else { 1 })
+}
+
+/// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
+/// the model's calls on stderr.
+fn codeact(llm: LlmConfig, file: &FileConfig) -> anyhow::Result<CodeActAgent> {
+    let system_prompt = match &file.agent.system_prompt_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let model = llm.model.clone();
+    let llm = Llm::new(llm)
+        .with_context(|| format!("cannot set up the model {model}"))?
+        .with_retry_listener(std::sync::Arc::new(|notice: &RetryNotice| {
+            eprintln!(
+                "agentd: the model's call failed (attempt {}/{}): {}; retrying in {:.1} s",
+                notice.attempt,
+                notice.max_attempts,
+                notice.error,
+                notice.wait.as_secs_f64()
+            );
+        }));
+    let defaults = ToolSet::default();
+    let config = CodeActConfig {
+        tools: ToolSet {
+            ipython: file.agent.ipython.unwrap_or(defaults.ipython),
+            think: file.agent.think.unwrap_or(defaults.think),
+        },
+        system_prompt,
+        condenser: file.condenser.clone().unwrap_or_default(),
+    };
+    CodeActAgent::new(llm, config).context("cannot set up the CodeAct agent")
 }
 
 /// A command line that cannot work: said on stderr, exit status 2 (as clap does).

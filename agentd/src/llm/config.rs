@@ -40,7 +40,7 @@ use serde::Deserialize;
 use super::features;
 
 /// How tools reach the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolCalling {
     /// `tools` in the request, `tool_calls` in the answer, results as `role=tool`.
@@ -160,8 +160,11 @@ impl std::fmt::Debug for LlmConfig {
     }
 }
 
+/// The endpoint when none is configured: OpenAI's.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
 fn default_base_url() -> String {
-    "https://api.openai.com/v1".to_owned()
+    DEFAULT_BASE_URL.to_owned()
 }
 fn default_timeout() -> Duration {
     Duration::from_secs(300)

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-pub use config::{LlmConfig, Price, ToolCalling};
+pub use config::{DEFAULT_BASE_URL, LlmConfig, Price, ToolCalling};
 pub use error::LlmError;
 use error::{AttemptError, Kind};
 pub use metrics::{Cost, Metrics, ResponseLatency, TokenUsage};
