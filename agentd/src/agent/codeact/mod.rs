@@ -53,6 +53,9 @@ pub struct CodeActAgent {
     condenses: bool,
     /// Actions of the last answer not yet handed out (one per step).
     pending: VecDeque<Action>,
+    /// Whether the history was checked for calls of a recorded answer that were never played
+    /// (a run killed between the calls of one answer, then resumed).
+    checked_history: bool,
 }
 
 impl CodeActAgent {
@@ -75,6 +78,7 @@ impl CodeActAgent {
             memory,
             condenses,
             pending: VecDeque::new(),
+            checked_history: false,
         })
     }
 
@@ -88,10 +92,14 @@ impl CodeActAgent {
         state: &State,
         history: &EventStream,
     ) -> Result<Action, AgentError> {
+        let events = history.range(state.start_id, None);
+        if !std::mem::replace(&mut self.checked_history, true) {
+            self.pending.extend(unplayed_calls(&events));
+        }
         if let Some(action) = self.pending.pop_front() {
             return Ok(action);
         }
-        let view = View::from_events(&history.range(state.start_id, None));
+        let view = View::from_events(&events);
         let view = match self
             .condenser
             .condense(view)
@@ -157,6 +165,60 @@ impl Agent for CodeActAgent {
     }
 }
 
+/// The calls of the newest recorded answer that have no action in `events` yet, as actions.
+/// A run stopped between the calls of one answer would otherwise never show the model that
+/// answer again: its assistant message waits for a result of every call.
+fn unplayed_calls(events: &[std::sync::Arc<protocol::Event>]) -> Vec<Action> {
+    use protocol::{Event, EventSource};
+    let newest = events.iter().rev().find_map(|e| match &**e {
+        Event::Action(a) if a.source == Some(EventSource::Agent) => a.tool_call_metadata.as_ref(),
+        _ => None,
+    });
+    let Some(metadata) = newest else {
+        return Vec::new();
+    };
+    if metadata.total_calls_in_response <= 1 {
+        return Vec::new();
+    }
+    let Ok(response) =
+        serde_json::from_value::<protocol::llm::ChatResponse>(metadata.model_response.clone())
+    else {
+        return Vec::new();
+    };
+    let Some(choice) = response.choices.first() else {
+        return Vec::new();
+    };
+    let recorded: std::collections::HashSet<&str> = events
+        .iter()
+        .filter_map(|e| match &**e {
+            Event::Action(a) if a.source == Some(EventSource::Agent) => a
+                .tool_call_metadata
+                .as_ref()
+                .map(|m| m.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let Ok(actions) = actions::response_to_actions(&choice.message, &metadata.model_response, None)
+    else {
+        return Vec::new();
+    };
+    let unplayed: Vec<Action> = actions
+        .into_iter()
+        .filter(|a| {
+            a.tool_call_metadata
+                .as_ref()
+                .is_some_and(|m| !recorded.contains(m.tool_call_id.as_str()))
+        })
+        .collect();
+    if !unplayed.is_empty() {
+        tracing::info!(
+            calls = unplayed.len(),
+            "playing the calls of the last answer that the run had not played"
+        );
+    }
+    unplayed
+}
+
 /// LLM failures: a malformed tool call is the model's to fix; anything else ends the run.
 fn llm_error(error: LlmError) -> AgentError {
     match error {
@@ -172,5 +234,53 @@ fn condenser_error(error: CondenserError) -> AgentError {
             kind: "CondenserError".to_string(),
             message: other.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::LlmConfig;
+    use protocol::action::CmdRunArgs;
+    use protocol::{EventSource, ToolCallMetadata};
+    use serde_json::json;
+
+    /// An answer with three bash calls, of which only the first was recorded before the run
+    /// was killed: the resumed agent plays the other two before asking the model again.
+    #[tokio::test]
+    async fn a_resumed_agent_plays_the_unplayed_calls_of_the_last_answer_first() {
+        let response = json!({
+            "id": "r1", "model": "m", "created": 0,
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "three steps",
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "execute_bash", "arguments": "{\"command\": \"echo 1\"}"}},
+                    {"id": "b", "type": "function", "function": {"name": "execute_bash", "arguments": "{\"command\": \"echo 2\"}"}},
+                    {"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{\"command\": \"echo 3\"}"}}
+                ]}}]
+        });
+        let history = EventStream::in_memory();
+        let mut first = Action::from(ActionKind::Run(CmdRunArgs::new("echo 1")));
+        first.tool_call_metadata = Some(ToolCallMetadata {
+            function_name: "execute_bash".into(),
+            tool_call_id: "a".into(),
+            model_response: response,
+            total_calls_in_response: 3,
+        });
+        history.add(first, EventSource::Agent).unwrap();
+
+        // The model is unreachable: a step that asked it would fail.
+        let llm = Llm::new(LlmConfig::new("m", "http://127.0.0.1:9/v1")).unwrap();
+        let mut agent = CodeActAgent::new(llm, CodeActConfig::default()).unwrap();
+        let state = State::new("s", 10, None);
+        for (id, command) in [("b", "echo 2"), ("c", "echo 3")] {
+            let action = agent.step(&state, &history).await.unwrap();
+            let ActionKind::Run(run) = &action.kind else {
+                panic!("{action:?}")
+            };
+            assert_eq!(run.command, command);
+            assert_eq!(action.tool_call_metadata.as_ref().unwrap().tool_call_id, id);
+            history.add(action, EventSource::Agent).unwrap();
+        }
     }
 }
