@@ -631,12 +631,24 @@ pub(crate) fn new_call_id() -> String {
 }
 
 /// A schema's properties, in the schema's order.
+/// A schema's properties: the required ones first, in the order `required` lists them, then
+/// the others by name. (JSON objects here keep no key order, and a model reads `command` and
+/// `path` before the optional arguments more easily than in alphabetical order.)
 fn properties(parameters: &Value) -> Vec<(&String, &Value)> {
-    parameters
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|props| props.iter().collect())
-        .unwrap_or_default()
+    let Some(props) = parameters.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let required = required(parameters);
+    let mut ordered: Vec<(&String, &Value)> = required
+        .iter()
+        .filter_map(|name| props.get_key_value(*name))
+        .collect();
+    ordered.extend(
+        props
+            .iter()
+            .filter(|(name, _)| !required.contains(&name.as_str())),
+    );
+    ordered
 }
 
 fn required(parameters: &Value) -> Vec<&str> {
