@@ -508,7 +508,7 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// A content's text (the text parts, joined).
-fn text_of(content: Option<&Content>) -> String {
+pub(crate) fn text_of(content: Option<&Content>) -> String {
     match content {
         None => String::new(),
         Some(Content::Text(text)) => text.clone(),

@@ -12,7 +12,7 @@ use protocol::action::{
     CmdRunArgs, FileEditArgs, FileReadArgs, FileReadSource, FinishArgs, IPythonRunCellArgs,
     MessageArgs, ThinkArgs,
 };
-use protocol::llm::{Content, ContentPart, Message, ToolCall};
+use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
 use serde_json::{Map, Value};
 
@@ -60,18 +60,7 @@ pub fn response_to_actions(
 
 /// The answer's reasoning and text, joined.
 fn thought(message: &Message) -> String {
-    let text = match &message.content {
-        Some(Content::Text(text)) => text.clone(),
-        Some(Content::Parts(parts)) => parts
-            .iter()
-            .filter_map(|part| match part {
-                ContentPart::Text { text } => Some(text.as_str()),
-                ContentPart::ImageUrl { .. } => None,
-            })
-            .collect::<Vec<_>>()
-            .join(""),
-        None => String::new(),
-    };
+    let text = crate::llm::text_of(message.content.as_ref());
     match message.reasoning_content.as_deref().map(str::trim) {
         Some(reasoning) if !reasoning.is_empty() && text.trim().is_empty() => reasoning.to_string(),
         Some(reasoning) if !reasoning.is_empty() => format!("{reasoning}\n\n{text}"),
@@ -259,7 +248,7 @@ impl<'a> Args<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::llm::{FunctionCall, Role};
+    use protocol::llm::{Content, FunctionCall, Role};
     use serde_json::json;
 
     fn call(id: &str, name: &str, args: Value) -> ToolCall {
