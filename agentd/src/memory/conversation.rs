@@ -143,7 +143,24 @@ impl ConversationMemory {
                     return true;
                 }
                 new.push(assistant.clone());
-                new.extend(calls.iter().filter_map(|c| results.remove(&c.id)));
+                // Chat APIs take images only from the user: a result's images follow the
+                // response's results in a user message of their own.
+                let mut images = Vec::new();
+                for result in calls.iter().filter_map(|c| results.remove(&c.id)) {
+                    let (result, moved) = without_images(result);
+                    images.extend(moved);
+                    new.push(result);
+                }
+                if !images.is_empty() {
+                    let mut parts = vec![ContentPart::Text {
+                        text: TOOL_IMAGES.to_string(),
+                    }];
+                    parts.extend(images);
+                    new.push(Message {
+                        content: Some(Content::Parts(parts)),
+                        ..Message::user("")
+                    });
+                }
                 false
             });
             messages.extend(new);
@@ -606,6 +623,41 @@ fn as_tool_result(message: Message, meta: &ToolCallMetadata) -> Message {
         name: Some(meta.function_name.clone()),
         ..message
     }
+}
+
+/// What introduces the images of tool results, moved to a user message.
+pub const TOOL_IMAGES: &str = "Images shown by the tool results above:";
+
+/// A message without its image parts (its text parts joined), and the images.
+fn without_images(message: Message) -> (Message, Vec<ContentPart>) {
+    let Some(Content::Parts(parts)) = &message.content else {
+        return (message, Vec::new());
+    };
+    if !parts
+        .iter()
+        .any(|p| matches!(p, ContentPart::ImageUrl { .. }))
+    {
+        return (message, Vec::new());
+    }
+    let (images, texts): (Vec<ContentPart>, Vec<ContentPart>) = parts
+        .iter()
+        .cloned()
+        .partition(|p| matches!(p, ContentPart::ImageUrl { .. }));
+    let text = texts
+        .into_iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } => Some(text),
+            ContentPart::ImageUrl { .. } => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    (
+        Message {
+            content: Some(Content::Text(text)),
+            ..message
+        },
+        images,
+    )
 }
 
 fn valid_url(url: &str) -> bool {

@@ -357,15 +357,19 @@ fn images_are_parts_with_vision_and_left_out_without() {
             image(PNG),
         ]))
     );
-    let Some(Content::Parts(parts)) = &seeing[4].content else {
-        panic!("the IPython result has parts: {:?}", seeing[4]);
-    };
-    assert_eq!(parts.len(), 2, "the text and the one valid image");
-    assert_eq!(parts[1], image(PNG));
-    let ContentPart::Text { text } = &parts[0] else {
-        panic!("text first");
-    };
-    assert!(text.ends_with("1 image(s) of this output were empty or invalid and are not shown. Use another way to look at them if they matter."));
+    // Chat APIs refuse images in tool messages (regression: OpenAI answered 400): the result
+    // keeps its text, and its one valid image follows in a user message.
+    assert_eq!(seeing[4].role, Role::Tool);
+    assert!(text(&seeing[4]).ends_with("1 image(s) of this output were empty or invalid and are not shown. Use another way to look at them if they matter."));
+    assert_eq!(seeing[5].role, Role::User);
+    assert_eq!(
+        seeing[5].content,
+        Some(Content::Parts(vec![
+            part(crate::memory::conversation::TOOL_IMAGES),
+            image(PNG)
+        ]))
+    );
+    assert_eq!(seeing.len(), 6);
 }
 
 #[test]
