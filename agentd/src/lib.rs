@@ -5,6 +5,8 @@
 //!   stuck detection; the replay and scripted agents;
 //! - [`runtime`]: sandboxes to execute actions in (local process, Docker container, remote);
 //! - [`session`]: one headless run wiring them together; [`trajectory`]: recordings and replay;
+//! - [`serve`]: the runtime API service (`agentd serve`) that gives other agent hosts
+//!   sandboxes;
 //! - [`config`], [`display`]: the settings file and live progress of the CLI.
 
 pub mod agent;
@@ -14,5 +16,6 @@ pub mod display;
 pub mod events;
 pub mod llm;
 pub mod runtime;
+pub mod serve;
 pub mod session;
 pub mod trajectory;
