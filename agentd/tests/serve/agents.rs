@@ -93,7 +93,7 @@ async fn the_remote_runtime_reuses_a_kept_session() {
         "from the first run",
     )));
     let obs = runtime.execute(&write).await;
-    assert_eq!(obs.kind.observation_type().as_str(), "write", "{obs:?}");
+    assert_eq!(obs.kind.type_name(), "write", "{obs:?}");
     let first = service.api(KEY_A).session("kept").await.unwrap().runtime_id;
     runtime.close().await.unwrap();
 

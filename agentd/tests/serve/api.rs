@@ -228,5 +228,8 @@ async fn idle_sandboxes_are_stopped() {
         api.runtime(&started.runtime_id).await.unwrap_err().status(),
         Some(404)
     );
-    assert!(service.containers().is_empty());
+    eventually(30, "its container to be removed", || async {
+        service.containers().is_empty()
+    })
+    .await;
 }
