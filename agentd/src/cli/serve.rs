@@ -76,11 +76,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         None => FileConfig::default(),
     };
     let section = file.serve;
-    let mut config = ServeConfig::default();
-    config.api_keys = if args.api_keys.is_empty() {
-        section.api_keys
-    } else {
-        args.api_keys
+    let mut config = ServeConfig {
+        api_keys: if args.api_keys.is_empty() {
+            section.api_keys
+        } else {
+            args.api_keys
+        },
+        images: section.images,
+        pools: section.pools,
+        ..ServeConfig::default()
     };
     config.api_keys.retain(|k| !k.trim().is_empty());
     if let Some(name) = args.name.or(section.name) {
@@ -89,8 +93,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     if let Some(image) = args.image.or(section.image) {
         config.default_image = image;
     }
-    config.images = section.images;
-    config.pools = section.pools;
     if let Some(size) = args.pool_size.or(section.pool_size) {
         config.pool_size = size;
     }

@@ -104,6 +104,9 @@ pub enum ServeError {
     /// The request cannot work (HTTP 400). Retrying the same request cannot help.
     #[error("{0}")]
     BadRequest(String),
+    /// The request body cannot be decoded (HTTP 422). Retrying the same body cannot help.
+    #[error("{0}")]
+    Unprocessable(String),
     /// No such session or runtime for this key (HTTP 404). Retrying cannot help.
     #[error("{0}")]
     NotFound(String),

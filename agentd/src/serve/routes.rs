@@ -68,6 +68,7 @@ impl IntoResponse for ServeError {
     fn into_response(self) -> Response {
         match self {
             ServeError::BadRequest(text) => detail(StatusCode::BAD_REQUEST, text),
+            ServeError::Unprocessable(text) => detail(StatusCode::UNPROCESSABLE_ENTITY, text),
             ServeError::NotFound(text) => detail(StatusCode::NOT_FOUND, text),
             ServeError::Conflict(text) => detail(StatusCode::CONFLICT, text),
             other => {
@@ -110,13 +111,9 @@ fn owner(request: &axum::http::Extensions) -> Result<Owner, ServeError> {
 }
 
 /// Decodes a JSON body with a precise 422 on mistakes.
-fn json<T: DeserializeOwned>(body: &Bytes) -> Result<T, Response> {
-    serde_json::from_slice(body).map_err(|e| {
-        detail(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("invalid body: {e}"),
-        )
-    })
+fn json<T: DeserializeOwned>(body: &Bytes) -> Result<T, ServeError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ServeError::Unprocessable(format!("invalid body: {e}")))
 }
 
 async fn alive() -> Response {
@@ -134,7 +131,7 @@ async fn start(
 ) -> Response {
     let request: StartRequest = match json(&body) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(e) => return e.into_response(),
     };
     let result = match owner(&extensions) {
         Ok(owner) => service.start(&owner, request).await,
@@ -151,7 +148,7 @@ async fn by_id(
 ) -> Response {
     let request: RuntimeIdRequest = match json(&body) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(e) => return e.into_response(),
     };
     let owner = match owner(&extensions) {
         Ok(owner) => owner,
