@@ -18,8 +18,27 @@
 //! read_only = true
 //!
 //! [remote]
-//! url = "http://sandbox-host:8000"
+//! url = "http://sandbox-host:8000"      # a sandboxd, directly
 //! api_key = "..."
+//! api_url = "http://sandbox-host:3000"  # or a runtime API service (agentd serve)
+//! service_api_key = "..."
+//! keep = false                          # leave the sandbox running on close
+//!
+//! [serve]
+//! api_keys = ["key-of-host-a", "key-of-host-b"]
+//! name = "default"
+//! image = "sandboxd-base:bookworm"      # for images this host does not have
+//! images = { "ghcr.io/all-hands-ai/runtime:0.62-nikolaik" = "my-runtime:latest" }
+//! pool_size = 2                         # ready sandboxes of the default image
+//! pools = { "my-runtime:latest" = 1 }
+//! idle_timeout = 1800                   # seconds; 0 = never
+//! public_host = "sandbox-host"
+//! publish_address = "0.0.0.0"
+//! memory = "4g"
+//! cpus = 2
+//! pids = 1024
+//! state_dir = "/var/lib/agentd/serve"
+//! registry_prefix = "agentd.local"
 //!
 //! [llm]                       # the CodeAct agent's model; keys in crate::llm::config
 //! model = "gpt-4o"
@@ -90,6 +109,9 @@ pub struct FileConfig {
     /// Remote runtime settings.
     #[serde(default)]
     pub remote: RemoteSection,
+    /// `agentd serve` settings.
+    #[serde(default)]
+    pub serve: ServeSection,
     /// The LLM of the CodeAct agent.
     pub llm: Option<LlmConfig>,
     /// How the CodeAct agent condenses its history.
@@ -137,6 +159,49 @@ pub struct RemoteSection {
     pub url: Option<String>,
     /// Its session API key.
     pub api_key: Option<String>,
+    /// A runtime API service (`agentd serve`) to get the sandbox from, by session id.
+    pub api_url: Option<String>,
+    /// The service's API key (`X-API-Key`).
+    pub service_api_key: Option<String>,
+    /// Leave the service's sandbox running when the run ends (default: stop it).
+    pub keep: Option<bool>,
+}
+
+/// `[serve]`: the runtime API service.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeSection {
+    /// Keys callers send as `X-API-Key`.
+    #[serde(default)]
+    pub api_keys: Vec<String>,
+    /// The service's name (labels its containers).
+    pub name: Option<String>,
+    /// Image for sandboxes whose image this host does not have.
+    pub image: Option<String>,
+    /// Caller image → local image.
+    #[serde(default)]
+    pub images: std::collections::BTreeMap<String, String>,
+    /// Warm sandboxes of the default image.
+    pub pool_size: Option<usize>,
+    /// Warm sandboxes of other local images.
+    #[serde(default)]
+    pub pools: std::collections::BTreeMap<String, usize>,
+    /// Seconds without an action before a sandbox is stopped; 0 = never.
+    pub idle_timeout: Option<f64>,
+    /// Host in the URLs given to callers.
+    pub public_host: Option<String>,
+    /// Host address ports are published on.
+    pub publish_address: Option<String>,
+    /// Memory limit at resource_factor 1 (`4g`).
+    pub memory: Option<String>,
+    /// CPU limit at resource_factor 1.
+    pub cpus: Option<f64>,
+    /// Process limit.
+    pub pids: Option<i64>,
+    /// Where claims are kept.
+    pub state_dir: Option<PathBuf>,
+    /// Answer of `GET /registry_prefix`.
+    pub registry_prefix: Option<String>,
 }
 
 impl FileConfig {
@@ -192,6 +257,16 @@ mod tests {
         assert_eq!(config.max_iterations, Some(7));
         assert_eq!(config.docker.network, Some(Network::None));
         assert_eq!(config.remote.url.as_deref(), Some("http://x:1"));
+
+        std::fs::write(
+            &path,
+            "[serve]\napi_keys = [\"a\", \"b\"]\npool_size = 3\nimages = { \"ghcr.io/x:1\" = \"local:1\" }\n",
+        )
+        .unwrap();
+        let config = FileConfig::load(&path).unwrap();
+        assert_eq!(config.serve.api_keys, ["a", "b"]);
+        assert_eq!(config.serve.pool_size, Some(3));
+        assert_eq!(config.serve.images["ghcr.io/x:1"], "local:1");
 
         std::fs::write(
             &path,

@@ -6,6 +6,8 @@
 //! - [`memory`]: the agent's view of its history, condensers, and the history as chat messages;
 //! - [`runtime`]: sandboxes to execute actions in (local process, Docker container, remote);
 //! - [`session`]: one headless run wiring them together; [`trajectory`]: recordings and replay;
+//! - [`serve`]: the runtime API service (`agentd serve`) that gives other agent hosts
+//!   sandboxes;
 //! - [`config`], [`display`]: the settings file and live progress of the CLI.
 
 pub mod agent;
@@ -16,5 +18,6 @@ pub mod events;
 pub mod llm;
 pub mod memory;
 pub mod runtime;
+pub mod serve;
 pub mod session;
 pub mod trajectory;

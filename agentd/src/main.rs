@@ -1,5 +1,6 @@
 //! `agentd`: the host-side CLI. `agentd run` drives an agent in a sandbox, `agentd sandbox ...`
-//! manages sandbox containers, `agentd image ...` makes sandbox images.
+//! manages sandbox containers, `agentd image ...` makes sandbox images, `agentd serve` serves the
+//! runtime API to other agent hosts.
 #![allow(clippy::print_stdout, reason = "printing results is this binary's job")]
 
 use std::io::IsTerminal;
@@ -42,6 +43,8 @@ enum Command {
     /// Make sandbox images.
     #[command(subcommand)]
     Image(ImageCommand),
+    /// Serve the runtime API (OpenHands' RemoteRuntime control plane) to other agent hosts.
+    Serve(Box<cli::serve::ServeArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -207,6 +210,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => cli::run::run(*args).await,
         Command::Sandbox(command) => sandbox(&DockerRuntime::connect()?, command).await,
         Command::Image(command) => image_command(&DockerRuntime::connect()?, command).await,
+        Command::Serve(args) => cli::serve::run(*args).await,
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use protocol::action::{CmdRunArgs, FileEditArgs, FileReadArgs, FileWriteArgs};
-use protocol::api::{ListFilesRequest, ServerInfo, UploadResponse};
+use protocol::api::{ConfigureRequest, ListFilesRequest, ServerInfo, UploadResponse};
 use protocol::{Action, ActionKind, Observation};
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Method, Url};
@@ -238,6 +238,18 @@ impl SandboxClient {
         )?;
         let body = self.send(request, "/server_info").await?;
         decode(body, "/server_info")
+    }
+
+    /// `POST /configure` to a sandboxd started with `--await-configuration` (this client's key
+    /// being its configuration key): it answers, then re-executes itself with `request`'s
+    /// arguments and environment, and is reachable again (at the same address) once it listens.
+    pub async fn configure(&self, request: &ConfigureRequest) -> Result<(), ClientError> {
+        let request = self.build(
+            self.request(Method::POST, "configure")?
+                .json(request)
+                .timeout(SERVER_INFO_TIMEOUT),
+        )?;
+        self.send(request, "/configure").await.map(drop)
     }
 
     /// Polls `GET /alive` until it succeeds or `deadline` has passed.

@@ -8,6 +8,8 @@
 //!   action's `timeout` + 5 s for `/execute_action`, and so on.
 //! * [`ClientError`]: what went wrong and whether a retry can help.
 //! * [`ObservationExt`]: exit codes and display text of observations.
+//! * [`RuntimeApiClient`]: the runtime API (control plane) that `agentd serve` serves and
+//!   OpenHands' `RemoteRuntime` speaks: start, stop, pause, resume sandboxes by session.
 //!
 //! Wire types come from the `protocol` crate, re-exported as [`protocol`].
 #![deny(missing_docs)]
@@ -16,6 +18,7 @@ pub mod archive;
 mod client;
 mod error;
 pub mod render;
+mod runtime_api;
 
 pub use client::{
     ALIVE_TIMEOUT, API_KEY_HEADER, CONNECT_TIMEOUT, DEFAULT_ACTION_TIMEOUT, DOWNLOAD_TIMEOUT,
@@ -25,3 +28,4 @@ pub use client::{
 pub use error::ClientError;
 pub use protocol;
 pub use render::{ObservationExt, exit_status};
+pub use runtime_api::{RUNTIME_API_TIMEOUT, RuntimeApiClient};

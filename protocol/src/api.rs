@@ -103,3 +103,17 @@ pub struct IoInfo {
     /// Bytes written to storage.
     pub write_bytes: u64,
 }
+
+/// Body of `POST /configure`, the one request a sandboxd started with `--await-configuration`
+/// answers (sent by the runtime API service that pre-started it, with the configuration key as
+/// `X-Session-API-Key`). sandboxd then re-executes itself with these arguments and this
+/// environment, as if it had been started that way.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigureRequest {
+    /// sandboxd's command-line arguments (without the program name), e.g.
+    /// `["8000", "--working-dir", "/workspace", "--host", "0.0.0.0"]`.
+    pub args: Vec<String>,
+    /// Environment variables added to (or replacing) sandboxd's own, `SESSION_API_KEY` included.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+}

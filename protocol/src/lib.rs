@@ -11,6 +11,7 @@ pub mod api;
 pub mod event;
 pub mod llm;
 pub mod observation;
+pub mod runtime_api;
 
 pub use action::{Action, ActionKind, ActionType};
 pub use event::{AgentState, Event, EventSource, ToolCallMetadata};

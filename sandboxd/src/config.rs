@@ -96,6 +96,22 @@ pub struct Cli {
     /// Largest accepted upload, in bytes.
     #[arg(long, default_value_t = 1024 * 1024 * 1024)]
     pub max_upload_bytes: usize,
+
+    /// Pre-started mode (a runtime API service's warm pool): bind the listener, answer only one
+    /// `POST /configure` (authenticated with --configure-key as `X-Session-API-Key`; `/alive`
+    /// answers 503 meanwhile), then re-execute sandboxd with the arguments and environment it
+    /// carries. stdout says `sandboxd awaiting configuration on ADDR` once it listens.
+    #[arg(long, hide = true)]
+    pub await_configuration: bool,
+
+    /// The key `POST /configure` must carry (required with --await-configuration).
+    #[arg(
+        long,
+        env = "SANDBOXD_CONFIGURE_KEY",
+        hide = true,
+        hide_env_values = true
+    )]
+    pub configure_key: Option<String>,
 }
 
 impl Cli {

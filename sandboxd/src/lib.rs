@@ -118,3 +118,65 @@ pub async fn serve(
     on_listening(local);
     listener.serve(app, shutdown).await
 }
+
+/// Environment variables sandboxd drops before it re-executes itself with a configuration.
+pub const CONFIGURE_ONLY_ENV: &[&str] = &["SANDBOXD_CONFIGURE_KEY"];
+
+/// The pre-started mode (`--await-configuration`): binds the listener described by `cli` and
+/// answers only `POST /configure` until one valid configuration arrives (returned) or
+/// `shutdown` resolves (`None`). `on_waiting` receives the bound address. The caller then
+/// re-executes sandboxd with the configuration ([`exec_configured`]).
+pub async fn await_configuration(
+    cli: &Cli,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_waiting: impl FnOnce(ListenAddr),
+) -> Result<Option<protocol::api::ConfigureRequest>, RunError> {
+    let key = cli
+        .configure_key
+        .clone()
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| {
+            RunError::Config(
+                "--await-configuration needs a key (--configure-key or SANDBOXD_CONFIGURE_KEY)"
+                    .to_string(),
+            )
+        })?;
+    let listener = Listener::bind(cli).await?;
+    let (configured, received) = tokio::sync::oneshot::channel();
+    let app = server::configure_router(key, configured);
+    let local = listener.local_addr().map_err(RunError::Serve)?;
+    let outcome = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = outcome.clone();
+    let stop = async move {
+        tokio::select! {
+            () = shutdown => {}
+            request = received => {
+                if let (Ok(request), Ok(mut slot)) = (request, slot.lock()) {
+                    *slot = Some(request);
+                }
+            }
+        }
+    };
+    tracing::info!(%local, "sandboxd awaiting configuration");
+    on_waiting(local);
+    // Graceful: the `/configure` answer is sent before the listener closes.
+    listener.serve(app, stop).await?;
+    Ok(outcome.lock().ok().and_then(|mut slot| slot.take()))
+}
+
+/// Replaces this process with sandboxd started with `request`'s arguments, and its environment
+/// plus `request.env` (minus [`CONFIGURE_ONLY_ENV`]). Returns only if that fails.
+pub fn exec_configured(request: &protocol::api::ConfigureRequest) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return e,
+    };
+    let mut command = std::process::Command::new(exe);
+    command.args(&request.args);
+    for name in CONFIGURE_ONLY_ENV {
+        command.env_remove(name);
+    }
+    command.envs(&request.env);
+    command.exec()
+}

@@ -40,6 +40,31 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if cli.await_configuration {
+        let waiting = runtime.block_on(async {
+            let shutdown = shutdown_signal();
+            sandboxd::await_configuration(&cli, shutdown, |addr| {
+                #[allow(clippy::print_stdout, reason = "the one line the service reads")]
+                {
+                    println!("sandboxd awaiting configuration on {addr}");
+                }
+            })
+            .await
+        });
+        runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        return match waiting {
+            Ok(Some(request)) => {
+                let error = sandboxd::exec_configured(&request);
+                eprintln!("sandboxd: cannot re-execute with the configuration: {error}");
+                ExitCode::FAILURE
+            }
+            Ok(None) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("sandboxd: {e}");
+                ExitCode::from(e.exit_code())
+            }
+        };
+    }
     let result = runtime.block_on(async {
         // Handlers first: a SIGTERM sent right after the listening line must shut down cleanly
         // (and remove a Unix socket), not kill the process.

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use protocol::api::{AliveResponse, ErrorResponse, ServerInfo, UploadResponse};
+use protocol::api::{AliveResponse, ConfigureRequest, ErrorResponse, ServerInfo, UploadResponse};
 use protocol::{Action, ActionType};
 use serde::Deserialize;
 use serde_json::Value;
@@ -74,6 +74,75 @@ pub fn router(executor: Executor, api_key: Option<String>, limits: Limits) -> Ro
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+}
+
+/// What the configure endpoint hands to the waiting main task (once).
+type Configured = Mutex<Option<tokio::sync::oneshot::Sender<ConfigureRequest>>>;
+
+/// The router of the pre-started mode (`--await-configuration`): `POST /configure` with
+/// `key` as `X-Session-API-Key` validates the arguments and hands the request to `configured`;
+/// everything else answers 503 (not ready), `/alive` included.
+pub fn configure_router(
+    key: String,
+    configured: tokio::sync::oneshot::Sender<ConfigureRequest>,
+) -> Router {
+    let state = Arc::new((key, Mutex::new(Some(configured))));
+    Router::new()
+        .route("/configure", post(configure))
+        .fallback(awaiting_configuration)
+        .layer(DefaultBodyLimit::max(1024 * 1024))
+        .with_state(state)
+}
+
+async fn awaiting_configuration() -> Response {
+    detail(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "sandboxd is awaiting its configuration",
+    )
+}
+
+async fn configure(
+    State(state): State<Arc<(String, Configured)>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (key, configured) = &*state;
+    let given = headers
+        .get("x-session-api-key")
+        .map(HeaderValue::as_bytes)
+        .unwrap_or_default();
+    if !constant_time_eq(given, key.as_bytes()) {
+        return detail(StatusCode::FORBIDDEN, "Invalid API Key");
+    }
+    let request: ConfigureRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => return detail(StatusCode::UNPROCESSABLE_ENTITY, format!("bad body: {e}")),
+    };
+    let argv = std::iter::once("sandboxd".to_string()).chain(request.args.iter().cloned());
+    match <crate::Cli as clap::Parser>::try_parse_from(argv) {
+        Ok(cli) if cli.await_configuration => {
+            return detail(
+                StatusCode::BAD_REQUEST,
+                "the configuration cannot ask to await another one",
+            );
+        }
+        Ok(_) => {}
+        Err(e) => {
+            return detail(
+                StatusCode::BAD_REQUEST,
+                format!("invalid sandboxd arguments: {}", e.render()),
+            );
+        }
+    }
+    let sender = configured.lock().ok().and_then(|mut s| s.take());
+    match sender.map(|sender| sender.send(request)) {
+        Some(Ok(())) => (
+            StatusCode::OK,
+            axum::Json(serde_json::json!({"status": "configuring"})),
+        )
+            .into_response(),
+        _ => detail(StatusCode::CONFLICT, "sandboxd is already configured"),
+    }
 }
 
 fn detail(status: StatusCode, text: impl Into<String>) -> Response {

@@ -9,7 +9,7 @@ use agentd::agent::{Agent, ReplayAgent};
 use agentd::config::{self, FileConfig};
 use agentd::controller::DEFAULT_MAX_ITERATIONS;
 use agentd::llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
-use agentd::runtime::{RuntimeConfig, RuntimeKind};
+use agentd::runtime::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
 use agentd::session::{self, RunSpec};
 use agentd::{display, trajectory};
 use anyhow::Context;
@@ -96,6 +96,17 @@ pub struct RunArgs {
     /// Remote runtime: its session API key.
     #[arg(long, env = "SESSION_API_KEY", hide_env_values = true)]
     remote_api_key: Option<String>,
+    /// Remote runtime through a runtime API service (`agentd serve`): its URL. The sandbox is
+    /// started by session id (a running one of that session is reused).
+    #[arg(long, env = "SANDBOX_REMOTE_RUNTIME_API_URL")]
+    remote_api_url: Option<String>,
+    /// The runtime API service's key (sent as X-API-Key).
+    #[arg(long, env = "SANDBOX_API_KEY", hide_env_values = true)]
+    sandbox_api_key: Option<String>,
+    /// Leave the runtime API service's sandbox running when the run ends (a later run of the
+    /// session reuses it).
+    #[arg(long)]
+    keep_sandbox: bool,
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -195,6 +206,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         .clone()
         .or(args.session)
         .unwrap_or_else(config::new_session_id);
+    if let Some(url) = args.remote_api_url.or(file.remote.api_url) {
+        let Some(api_key) = args.sandbox_api_key.or(file.remote.service_api_key) else {
+            return usage(
+                "the runtime API needs its key: --sandbox-api-key, SANDBOX_API_KEY or [remote] service_api_key",
+            );
+        };
+        runtime.remote_api = Some(RemoteApiConfig {
+            url,
+            api_key,
+            session_id: session_id.clone(),
+            image: runtime.docker.image.clone(),
+            environment: Default::default(),
+            plugins: Vec::new(),
+            keep: args.keep_sandbox || file.remote.keep.unwrap_or(false),
+        });
+    }
     let spec = RunSpec {
         session_id: session_id.clone(),
         sessions_dir,

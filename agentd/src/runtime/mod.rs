@@ -84,6 +84,10 @@ pub struct RuntimeConfig {
     pub remote_url: Option<String>,
     /// Remote runtime: its session API key, if it wants one.
     pub remote_api_key: Option<String>,
+    /// Remote runtime through a runtime API service (`agentd serve`): when set, the sandbox
+    /// is started (or a running one reused) by session id, and `remote_url`/`remote_api_key`
+    /// are not used.
+    pub remote_api: Option<RemoteApiConfig>,
     /// Longest wait for the sandbox to answer `/alive` after it was started (or, for a remote
     /// sandbox, after we first try it). Does not bound building a Docker image.
     pub startup_timeout: Duration,
@@ -102,10 +106,31 @@ impl Default for RuntimeConfig {
             docker: docker::SandboxConfig::default(),
             remote_url: None,
             remote_api_key: None,
+            remote_api: None,
             startup_timeout: Duration::from_secs(60),
             default_action_timeout: Some(Duration::from_secs(120)),
         }
     }
+}
+
+/// Where a runtime API service is, and what to ask it for.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteApiConfig {
+    /// The service's base URL (`SANDBOX_REMOTE_RUNTIME_API_URL`).
+    pub url: String,
+    /// Its API key (`SANDBOX_API_KEY`, sent as `X-API-Key`).
+    pub api_key: String,
+    /// The session the sandbox belongs to: a running sandbox of this session is reused.
+    pub session_id: String,
+    /// The image to ask for (the service maps images it does not have onto its default).
+    pub image: String,
+    /// Environment of sandboxd and the bash session.
+    pub environment: BTreeMap<String, String>,
+    /// sandboxd plugins (`jupyter` starts the IPython kernel at once).
+    pub plugins: Vec<String>,
+    /// Leave the sandbox running when the runtime closes (a later run of the same session
+    /// reuses it); default: stop it.
+    pub keep: bool,
 }
 
 /// Settings of the local runtime's sandboxd.
@@ -202,6 +227,24 @@ pub enum RuntimeError {
     Stuck {
         /// Its pid.
         pid: u32,
+    },
+    /// The runtime API service refused or failed a call; [`client::ClientError::is_retryable`]
+    /// says whether retrying helps.
+    #[error("the runtime API at {url}: {source}")]
+    RuntimeApi {
+        /// The service.
+        url: String,
+        /// What failed.
+        source: client::ClientError,
+    },
+    /// The runtime API service reported the sandbox as failed, or it was not ready in time.
+    /// Retrying (a new sandbox) may help.
+    #[error("the runtime API's sandbox {runtime_id} is not ready: {status}")]
+    RuntimeNotReady {
+        /// The sandbox.
+        runtime_id: String,
+        /// Its last `pod_status`.
+        status: String,
     },
     /// The Docker runtime failed; its error says whether retrying helps.
     #[error(transparent)]

@@ -79,6 +79,7 @@ enum Backend {
     Local(LocalSandbox),
     Docker(Box<ContainerSandbox>),
     Remote,
+    RemoteApi(remote::ApiSandbox),
 }
 
 impl Runtime {
@@ -102,10 +103,16 @@ impl Runtime {
                 let key = container.sandbox.session_api_key.clone();
                 (Backend::Docker(Box::new(container)), url, Some(key))
             }
-            RuntimeKind::Remote => {
-                let (url, key) = remote::target(config)?;
-                (Backend::Remote, url, key)
-            }
+            RuntimeKind::Remote => match &config.remote_api {
+                Some(api) => {
+                    let (sandbox, url, key) = remote::start_via_api(config, api).await?;
+                    (Backend::RemoteApi(sandbox), url, key)
+                }
+                None => {
+                    let (url, key) = remote::target(config)?;
+                    (Backend::Remote, url, key)
+                }
+            },
         };
         let client = match SandboxClient::new(&url, key) {
             Ok(client) => client,
@@ -148,7 +155,7 @@ impl Runtime {
                 output: self.output().await,
             });
         }
-        if matches!(self.backend, Backend::Remote) {
+        if matches!(self.backend, Backend::Remote | Backend::RemoteApi(_)) {
             remote::check_key(&self.client, &self.url).await?;
         }
         Ok(())
@@ -344,7 +351,7 @@ impl Runtime {
                     Err(_) => container.check(&self.death).await,
                 }
             }
-            Backend::Remote => None,
+            Backend::Remote | Backend::RemoteApi(_) => None,
         }
     }
 
@@ -353,13 +360,13 @@ impl Runtime {
         match &self.backend {
             Backend::Local(local) => local.output(),
             Backend::Docker(container) => container.output().await,
-            Backend::Remote => String::new(),
+            Backend::Remote | Backend::RemoteApi(_) => String::new(),
         }
     }
 
     /// Stops and removes what [`Runtime::start`] started: the local sandboxd and everything it
-    /// runs (when this returns they are dead and reaped), or the container. Nothing for a
-    /// remote sandbox.
+    /// runs (when this returns they are dead and reaped), or the container, or (unless kept) the
+    /// runtime API service's sandbox. Nothing for a remote sandbox given by URL.
     pub async fn close(self) -> Result<(), RuntimeError> {
         close_backend(self.backend).await
     }
@@ -370,6 +377,7 @@ async fn close_backend(backend: Backend) -> Result<(), RuntimeError> {
         Backend::Local(mut local) => local.stop().await,
         Backend::Docker(container) => (*container).close().await,
         Backend::Remote => Ok(()),
+        Backend::RemoteApi(sandbox) => sandbox.close().await,
     }
 }
 

@@ -26,6 +26,8 @@ Examples:
   sbx upload ./project /workspace --recursive
   sbx download /workspace/project out.zip
   echo '{\"action\":\"run\",\"args\":{\"command\":\"pwd\"},\"timeout\":30}' | sbx exec-json
+  SANDBOX_REMOTE_RUNTIME_API_URL=http://host:3000 SANDBOX_API_KEY=k sbx runtime start my-session --wait 60
+  sbx runtime ls ; sbx runtime status my-session ; sbx runtime stop RUNTIME_ID
 
 Exit status:
   0    success
@@ -62,6 +64,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Start, find, pause, resume and stop sandboxes through a runtime API service
+    /// (`agentd serve`; OpenHands' RemoteRuntime control plane)
+    #[command(subcommand)]
+    Runtime(RuntimeCommand),
+
     /// Check that the server is ready (GET /alive)
     Alive {
         /// Keep polling for up to SECS seconds until it is
@@ -223,6 +230,176 @@ impl EditCommand {
     }
 }
 
+/// Where the runtime API is and its key.
+#[derive(Debug, clap::Args)]
+struct RuntimeApi {
+    /// The runtime API service's base URL
+    #[arg(long = "api-url", env = "SANDBOX_REMOTE_RUNTIME_API_URL")]
+    url: String,
+    /// The service's key, sent as X-API-Key
+    #[arg(long = "api-key", env = "SANDBOX_API_KEY", hide_env_values = true)]
+    key: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum RuntimeCommand {
+    /// Start a sandbox for a session (or find its running one); prints its id, URL and key
+    Start {
+        #[command(flatten)]
+        api: RuntimeApi,
+        /// The session id
+        session: String,
+        /// Image to ask for (the service maps images it does not have onto its default)
+        #[arg(long, default_value = "")]
+        image: String,
+        /// Multiplier of the service's CPU and memory limits
+        #[arg(long, default_value_t = 1.0)]
+        resource_factor: f64,
+        /// Environment of the sandbox, KEY=VALUE (repeatable)
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Wait up to SECS seconds until the sandbox is ready
+        #[arg(long, value_name = "SECS")]
+        wait: Option<f64>,
+    },
+    /// Show a session's sandbox (GET /sessions/SESSION) and its pod status
+    Status {
+        #[command(flatten)]
+        api: RuntimeApi,
+        /// The session id
+        session: String,
+    },
+    /// Stop and remove a sandbox
+    Stop {
+        #[command(flatten)]
+        api: RuntimeApi,
+        /// The runtime id
+        runtime_id: String,
+    },
+    /// Pause a sandbox (its workspace and processes are kept)
+    Pause {
+        #[command(flatten)]
+        api: RuntimeApi,
+        /// The runtime id
+        runtime_id: String,
+    },
+    /// Resume a paused sandbox
+    Resume {
+        #[command(flatten)]
+        api: RuntimeApi,
+        /// The runtime id
+        runtime_id: String,
+    },
+    /// List this key's sandboxes and the warm pools
+    Ls {
+        #[command(flatten)]
+        api: RuntimeApi,
+    },
+}
+
+async fn runtime_command(command: RuntimeCommand, json: bool) -> anyhow::Result<u8> {
+    use client::RuntimeApiClient;
+    use client::protocol::runtime_api::StartRequest;
+    let connect = |api: &RuntimeApi| RuntimeApiClient::new(&api.url, &api.key);
+    match command {
+        RuntimeCommand::Start {
+            api,
+            session,
+            image,
+            resource_factor,
+            env,
+            wait,
+        } => {
+            let client = connect(&api)?;
+            let mut environment = std::collections::BTreeMap::new();
+            for kv in env {
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| UsageError(format!("--env wants KEY=VALUE, not {kv:?}")))?;
+                environment.insert(k.to_owned(), v.to_owned());
+            }
+            let started = client
+                .start(&StartRequest {
+                    image,
+                    command: Vec::new(),
+                    working_dir: None,
+                    environment,
+                    session_id: session,
+                    resource_factor,
+                    runtime_class: None,
+                })
+                .await?;
+            if let Some(secs) = wait {
+                let deadline = Duration::try_from_secs_f64(secs).map_err(|_| {
+                    UsageError(format!("--wait must be a non-negative number, not {secs}"))
+                })?;
+                if let Err(status) = client
+                    .wait_until_ready(&started.runtime_id, deadline)
+                    .await?
+                {
+                    anyhow::bail!("runtime {} is not ready: {status:?}", started.runtime_id);
+                }
+            }
+            print_out(json, &started, || {
+                format!(
+                    "runtime_id: {}\nurl:        {}\nkey:        {}",
+                    started.runtime_id,
+                    started.url,
+                    started.session_api_key.as_deref().unwrap_or("-")
+                )
+            })?;
+        }
+        RuntimeCommand::Status { api, session } => {
+            let client = connect(&api)?;
+            let found = client.session(&session).await?;
+            let pod = client.runtime(&found.runtime_id).await?;
+            let both = serde_json::json!({"session": &found, "runtime": &pod});
+            print_out(json, &both, || {
+                format!(
+                    "runtime_id: {}\nstatus:     {:?}\npod:        {:?}\nurl:        {}",
+                    found.runtime_id, found.status, pod.pod_status, found.url
+                )
+            })?;
+        }
+        RuntimeCommand::Stop { api, runtime_id } => {
+            let answer = connect(&api)?.stop(&runtime_id).await?;
+            print_out(json, &answer, || format!("{runtime_id} stopped"))?;
+        }
+        RuntimeCommand::Pause { api, runtime_id } => {
+            let answer = connect(&api)?.pause(&runtime_id).await?;
+            print_out(json, &answer, || format!("{runtime_id} paused"))?;
+        }
+        RuntimeCommand::Resume { api, runtime_id } => {
+            let answer = connect(&api)?.resume(&runtime_id).await?;
+            print_out(json, &answer, || format!("{runtime_id} running"))?;
+        }
+        RuntimeCommand::Ls { api } => {
+            let list = connect(&api)?.list().await?;
+            print_out(json, &list, || {
+                let mut text = format!(
+                    "{:<20} {:<24} {:<8} {:<8} URL",
+                    "RUNTIME", "SESSION", "STATUS", "POD"
+                );
+                for r in &list.runtimes {
+                    text.push_str(&format!(
+                        "\n{:<20} {:<24} {:<8} {:<8} {}",
+                        r.runtime_id,
+                        r.session_id,
+                        format!("{:?}", r.status).to_lowercase(),
+                        format!("{:?}", r.pod_status).to_lowercase(),
+                        r.url
+                    ));
+                }
+                for (image, n) in &list.warm {
+                    text.push_str(&format!("\nwarm: {n} of {image}"));
+                }
+                text
+            })?;
+        }
+    }
+    Ok(exit_status::SUCCESS)
+}
+
 /// A problem with the command line or the input, reported with exit status 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -261,9 +438,13 @@ fn error_status(err: &anyhow::Error) -> u8 {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
-    let sandbox = SandboxClient::new(&cli.url, cli.key)?;
     let json = cli.json;
+    if let Command::Runtime(command) = cli.command {
+        return runtime_command(command, json).await;
+    }
+    let sandbox = SandboxClient::new(&cli.url, cli.key)?;
     match cli.command {
+        Command::Runtime(_) => Ok(exit_status::SUCCESS),
         Command::Alive { wait } => {
             match wait {
                 Some(secs) => {

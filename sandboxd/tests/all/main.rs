@@ -6,6 +6,7 @@ mod common;
 
 mod bash;
 mod client;
+mod configure;
 mod fixtures;
 mod hostile;
 mod http;

@@ -109,6 +109,14 @@ pub struct SandboxConfig {
     pub labels: BTreeMap<String, String>,
     /// Container name (default: `sandbox-` and a random suffix).
     pub name: Option<String>,
+    /// The host address sandboxd's port is published on (bridge network). Keep the default,
+    /// loopback, unless other hosts must reach the sandbox (`agentd serve` for remote agents).
+    pub publish_address: String,
+    /// Start sandboxd pre-started (`--await-configuration`): it binds and waits for one
+    /// `POST /configure` carrying its arguments, environment and session key (a runtime API
+    /// service's warm pool). The generated key is then the configuration key, passed as
+    /// `SANDBOXD_CONFIGURE_KEY`, and the sandbox counts as up once sandboxd awaits it.
+    pub await_configuration: bool,
 }
 
 impl Default for SandboxConfig {
@@ -127,6 +135,8 @@ impl Default for SandboxConfig {
             ready_timeout: Duration::from_secs(60),
             labels: BTreeMap::new(),
             name: None,
+            publish_address: "127.0.0.1".to_string(),
+            await_configuration: false,
         }
     }
 }
@@ -171,6 +181,9 @@ impl SandboxConfig {
             "--output-dir".to_string(),
             "/tmp/sandboxd-outputs".to_string(),
         ];
+        if self.await_configuration {
+            cmd.push("--await-configuration".to_string());
+        }
         if socket_dir.is_some() {
             cmd.push("--unix-socket".to_string());
             cmd.push(format!("{SOCKET_DIR}/{SOCKET_NAME}"));
@@ -179,8 +192,13 @@ impl SandboxConfig {
             cmd.push("--plugins".to_string());
             cmd.extend(self.plugins.iter().cloned());
         }
+        let key_variable = if self.await_configuration {
+            "SANDBOXD_CONFIGURE_KEY"
+        } else {
+            "SESSION_API_KEY"
+        };
         let mut env = vec![
-            format!("SESSION_API_KEY={key}"),
+            format!("{key_variable}={key}"),
             format!("HOME=/home/{SANDBOX_USER}"),
             format!("USER={SANDBOX_USER}"),
             // Spares the PTY library a password-database lookup (NSS) in a static binary.
@@ -202,7 +220,7 @@ impl SandboxConfig {
             None => Some(HashMap::from([(
                 port.clone(),
                 Some(vec![PortBinding {
-                    host_ip: Some("127.0.0.1".to_string()),
+                    host_ip: Some(self.publish_address.clone()),
                     host_port: Some(String::new()),
                 }]),
             )])),
@@ -324,6 +342,23 @@ mod tests {
         assert!(
             cmd.windows(2)
                 .any(|w| w == ["--unix-socket", "/run/sandboxd/sandboxd.sock"])
+        );
+    }
+
+    #[test]
+    fn a_pre_started_sandboxd_gets_a_configuration_key_and_no_session_key() {
+        let config = SandboxConfig {
+            await_configuration: true,
+            ..SandboxConfig::default()
+        };
+        let body = config.container_body("k", HashMap::new(), None);
+        let env = body.env.unwrap();
+        assert!(env.contains(&"SANDBOXD_CONFIGURE_KEY=k".to_string()));
+        assert!(!env.iter().any(|e| e.starts_with("SESSION_API_KEY=")));
+        assert!(
+            body.cmd
+                .unwrap()
+                .contains(&"--await-configuration".to_string())
         );
     }
 

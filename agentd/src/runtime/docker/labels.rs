@@ -12,6 +12,13 @@ pub const MANAGED: &str = "dev.sandboxd.managed";
 pub const OWNER: &str = "dev.sandboxd.owner";
 /// The host directory holding sandboxd's socket, for a sandbox without network access.
 pub const SOCKET_DIR: &str = "dev.sandboxd.socket-dir";
+/// Labels of `agentd serve`'s sandboxes start with this; unlike other labels under [`PREFIX`],
+/// callers may set them through `SandboxConfig::labels`.
+pub const SERVE_PREFIX: &str = "dev.sandboxd.serve.";
+/// On `agentd serve`'s sandboxes: the name of the service that owns them.
+pub const SERVE_NAME: &str = "dev.sandboxd.serve.name";
+/// On `agentd serve`'s sandboxes: the runtime id (also the container name).
+pub const SERVE_RUNTIME_ID: &str = "dev.sandboxd.serve.runtime-id";
 /// On sandbox images: the sandboxd version inside.
 pub const SANDBOXD_VERSION: &str = "dev.sandboxd.version";
 /// On sandbox images: the base image they were built from.

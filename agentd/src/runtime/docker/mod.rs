@@ -106,7 +106,8 @@ pub struct Sandbox {
     pub name: String,
     /// sandboxd's base URL, reachable from this host.
     pub url: String,
-    /// Its session API key (`X-Session-API-Key`).
+    /// Its session API key (`X-Session-API-Key`); for a sandbox started with
+    /// [`SandboxConfig::await_configuration`], the key its `POST /configure` wants.
     pub session_api_key: String,
     /// The image it runs.
     pub image: String,
@@ -236,6 +237,13 @@ impl DockerRuntime {
             }
         };
         let key = random_hex(32)?;
+        ours.extend(
+            config
+                .labels
+                .iter()
+                .filter(|(k, _)| k.starts_with(labels::SERVE_PREFIX))
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
         let body = config.container_body(&key, config.all_labels(ours), socket_dir.as_deref());
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
         let id = match self.docker.create_container(Some(options), body).await {
@@ -247,7 +255,10 @@ impl DockerRuntime {
                 return Err(e.into());
             }
         };
-        match self.start_and_wait(&id, config.ready_timeout).await {
+        let waited = self
+            .start_and_wait(&id, config.ready_timeout, config.await_configuration)
+            .await;
+        match waited {
             Ok(url) => Ok(Sandbox {
                 id,
                 name,
@@ -262,7 +273,17 @@ impl DockerRuntime {
         }
     }
 
-    async fn start_and_wait(&self, id: &str, timeout: Duration) -> Result<String, DockerError> {
+    async fn start_and_wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        await_configuration: bool,
+    ) -> Result<String, DockerError> {
+        let marker = if await_configuration {
+            "sandboxd awaiting configuration on"
+        } else {
+            "sandboxd listening on"
+        };
         // Follow the output from the start, so the "listening" line cannot be missed.
         let mut logs = self.docker.logs(
             id,
@@ -290,7 +311,7 @@ impl DockerRuntime {
             while let Some(chunk) = logs.next().await {
                 let Ok(chunk) = chunk else { break };
                 pending.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
-                if pending.contains("sandboxd listening on") {
+                if pending.contains(marker) {
                     return true;
                 }
                 if let Some(last_newline) = pending.rfind('\n') {
@@ -319,6 +340,10 @@ impl DockerRuntime {
             id: id.to_string(),
             reason: "no published port or network address".to_string(),
         })?;
+        if await_configuration {
+            // It answers only `/configure` (and 503 to anything else) until configured.
+            return Ok(url);
+        }
         let client = SandboxClient::new(&url, None)?;
         if let Err(e) = client.wait_until_alive(Duration::from_secs(10)).await {
             return Err(not_ready(format!("{url}/alive did not answer: {e}")).await);
@@ -496,6 +521,82 @@ impl DockerRuntime {
             .await?)
     }
 
+    /// Freezes a sandbox's processes (`docker pause`); memory, files and processes are kept.
+    pub async fn pause(&self, id: &str) -> Result<(), DockerError> {
+        self.docker
+            .pause_container(id)
+            .await
+            .map_err(|e| self.missing(id, e))
+    }
+
+    /// Thaws a paused sandbox (`docker unpause`).
+    pub async fn unpause(&self, id: &str) -> Result<(), DockerError> {
+        self.docker
+            .unpause_container(id)
+            .await
+            .map_err(|e| self.missing(id, e))
+    }
+
+    /// Changes a running sandbox's memory and CPU limits (`docker update`).
+    pub async fn update_limits(&self, id: &str, limits: &Limits) -> Result<(), DockerError> {
+        let body = bollard::models::ContainerUpdateBody {
+            memory: limits.memory_bytes,
+            memory_swap: limits.memory_bytes,
+            nano_cpus: limits.cpus.map(|c| (c * 1e9) as i64),
+            ..Default::default()
+        };
+        self.docker
+            .update_container(id, body)
+            .await
+            .map_err(|e| self.missing(id, e))
+    }
+
+    /// The managed containers carrying label `key=value`, running or not, inspected (labels,
+    /// environment, state, published port).
+    pub async fn inspect_labelled(
+        &self,
+        key: &str,
+        value: &str,
+    ) -> Result<Vec<ContainerInspectResponse>, DockerError> {
+        let mut filters = labels::managed_filter();
+        filters
+            .entry("label".to_string())
+            .or_default()
+            .push(format!("{key}={value}"));
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let mut found = Vec::new();
+        for container in self.docker.list_containers(Some(options)).await? {
+            let Some(id) = container.id else { continue };
+            match self.inspect(&id).await {
+                Ok(inspect) => found.push(inspect),
+                Err(DockerError::Engine(e)) if is_not_found(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(found)
+    }
+
+    /// The engine's state of a container (`running`, `paused`, `exited`...); `None` when it
+    /// is gone.
+    pub async fn get_state(&self, id: &str) -> Result<Option<String>, DockerError> {
+        match self.inspect(id).await {
+            Ok(inspect) => Ok(inspect.state.and_then(|s| s.status).map(|s| s.to_string())),
+            Err(DockerError::Engine(e)) if is_not_found(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn missing(&self, id: &str, e: bollard::errors::Error) -> DockerError {
+        if is_not_found(&e) {
+            DockerError::NoSuchSandbox(id.to_string())
+        } else {
+            e.into()
+        }
+    }
+
     /// The container's last `lines` lines of output, for error messages.
     pub async fn tail_logs(&self, id: &str, lines: usize) -> String {
         let options = LogsOptionsBuilder::default()
@@ -527,7 +628,7 @@ fn exit_reason(
 }
 
 /// Where sandboxd answers: its socket, or the port published on loopback.
-fn url_of(inspect: &ContainerInspectResponse) -> Option<String> {
+pub fn url_of(inspect: &ContainerInspectResponse) -> Option<String> {
     if let Some(dir) = label(inspect, labels::SOCKET_DIR) {
         return Some(format!("unix:{dir}/{}", config::SOCKET_NAME));
     }
@@ -546,7 +647,8 @@ fn url_of(inspect: &ContainerInspectResponse) -> Option<String> {
         .map(|p| format!("http://127.0.0.1:{p}"))
 }
 
-fn label<'a>(inspect: &'a ContainerInspectResponse, key: &str) -> Option<&'a str> {
+/// The value of label `key` of an inspected container.
+pub fn label<'a>(inspect: &'a ContainerInspectResponse, key: &str) -> Option<&'a str> {
     inspect
         .config
         .as_ref()?

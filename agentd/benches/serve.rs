@@ -1,0 +1,193 @@
+//! `agentd serve` benchmark, against the real engine, in one run: `POST /start` latency with a
+//! warm pool (p50/p99 over 20 starts, each taken when the pool has a ready sandbox) next to cold
+//! starts (pool size 0: the container is created in the request), their ratio, and the time
+//! from `/start` to `pod_status: ready` for both. Target: warm `/start` p50 <= 50 ms.
+//!
+//! Needs the base image (`images/base/build.sh`) and a sandboxd for images
+//! (`AGENTD_SANDBOXD_BIN`, else the workspace's debug build).
+#![allow(clippy::print_stdout, reason = "a benchmark prints its results")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark fails loudly"
+)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use client::RuntimeApiClient;
+use protocol::runtime_api::StartRequest;
+
+const WARM_RUNS: usize = 20;
+const COLD_RUNS: usize = 5;
+const KEY: &str = "bench-key";
+
+struct Service {
+    child: Child,
+    url: String,
+    name: String,
+    _state: tempfile::TempDir,
+}
+
+impl Service {
+    fn start(name: &str, pool: usize) -> Service {
+        let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
+            });
+        let state = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--api-key", KEY])
+            .args(["--name", name, "--pool-size", &pool.to_string()])
+            .args(["--idle-timeout", "0"])
+            .arg("--state-dir")
+            .arg(state.path())
+            .env("AGENTD_SANDBOXD_BIN", sandboxd)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("agentd serve listening on ")
+            .unwrap_or_else(|| panic!("agentd serve did not start: {line:?}"))
+            .to_string();
+        Service {
+            child,
+            url,
+            name: name.to_string(),
+            _state: state,
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.child.wait();
+        let out = Command::new("docker")
+            .args(["ps", "-aq", "--filter"])
+            .arg(format!("label=dev.sandboxd.serve.name={}", self.name))
+            .output()
+            .unwrap();
+        let ids = String::from_utf8_lossy(&out.stdout).to_string();
+        let ids: Vec<&str> = ids.split_whitespace().collect();
+        if !ids.is_empty() {
+            let _ = Command::new("docker")
+                .args(["rm", "-f"])
+                .args(ids)
+                .stdout(Stdio::null())
+                .status();
+        }
+    }
+}
+
+fn request(session: String) -> StartRequest {
+    StartRequest {
+        image: "ghcr.io/all-hands-ai/runtime:0.62-nikolaik".to_string(),
+        command: [
+            "python",
+            "-u",
+            "-m",
+            "openhands.runtime.action_execution_server",
+            "60000",
+            "--working-dir",
+            "/workspace",
+            "--username",
+            "openhands",
+            "--user-id",
+            "1000",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        working_dir: None,
+        environment: Default::default(),
+        session_id: session,
+        resource_factor: 1.0,
+        runtime_class: None,
+    }
+}
+
+/// Starts `runs` sandboxes one after another (each stopped before the next); with `warm`, each
+/// start waits until the pool has a ready sandbox. Returns (/start, /start → ready) durations.
+async fn measure(service: &Service, runs: usize, warm: bool) -> (Vec<Duration>, Vec<Duration>) {
+    let api = RuntimeApiClient::new(&service.url, KEY).unwrap();
+    let (mut starts, mut readies) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        if warm {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while api.list().await.unwrap().warm.values().sum::<usize>() == 0 {
+                assert!(Instant::now() < deadline, "the pool does not fill");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        let t0 = Instant::now();
+        let started = api.start(&request(format!("bench-{i}"))).await.unwrap();
+        starts.push(t0.elapsed());
+        api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
+            .await
+            .unwrap()
+            .unwrap();
+        readies.push(t0.elapsed());
+        api.stop(&started.runtime_id).await.unwrap();
+    }
+    (starts, readies)
+}
+
+fn pct(values: &mut [Duration], p: f64) -> Duration {
+    values.sort();
+    let i = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values[i]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+#[tokio::main]
+async fn main() {
+    let pid = std::process::id();
+    let warm_service = Service::start(&format!("bench-warm-{pid}"), 2);
+    // One unmeasured round first, so neither side pays for a cold page cache.
+    measure(&warm_service, 1, true).await;
+    let (mut warm, mut warm_ready) = measure(&warm_service, WARM_RUNS, true).await;
+    drop(warm_service);
+    let cold_service = Service::start(&format!("bench-cold-{pid}"), 0);
+    let (mut cold, mut cold_ready) = measure(&cold_service, COLD_RUNS, false).await;
+    drop(cold_service);
+
+    let (w50, w99) = (pct(&mut warm, 0.5), pct(&mut warm, 0.99));
+    let (c50, c99) = (pct(&mut cold, 0.5), pct(&mut cold, 0.99));
+    println!("agentd serve: POST /start");
+    println!(
+        "  warm pool  p50 {:>8.1} ms  p99 {:>8.1} ms  ({WARM_RUNS} starts; target p50 <= 50 ms)",
+        ms(w50),
+        ms(w99)
+    );
+    println!(
+        "  cold       p50 {:>8.1} ms  p99 {:>8.1} ms  ({COLD_RUNS} starts)",
+        ms(c50),
+        ms(c99)
+    );
+    println!(
+        "  ratio warm/cold p50  {:.3} ({:.0}x faster)",
+        w50.as_secs_f64() / c50.as_secs_f64(),
+        c50.as_secs_f64() / w50.as_secs_f64()
+    );
+    println!("agentd serve: POST /start -> pod_status ready");
+    println!(
+        "  warm pool  p50 {:>8.1} ms   cold p50 {:>8.1} ms",
+        ms(pct(&mut warm_ready, 0.5)),
+        ms(pct(&mut cold_ready, 0.5))
+    );
+}

@@ -1,0 +1,177 @@
+//! `agentd serve`: the runtime API service (SPEC §9) for other agent hosts, OpenHands'
+//! `RemoteRuntime` included. Prints `agentd serve listening on http://ADDR` on stdout once it
+//! answers; stops on SIGTERM or Ctrl-C, leaving its sandboxes for the next start to recover.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentd::config::FileConfig;
+use agentd::serve::{self, ServeConfig};
+use anyhow::Context;
+use clap::Args;
+
+/// Exit status when the address cannot be bound.
+const CANNOT_BIND: u8 = 3;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free one; the bound address is printed).
+    #[arg(long, env = "AGENTD_SERVE_LISTEN", default_value = "127.0.0.1:3000")]
+    listen: SocketAddr,
+    /// An API key callers must send as X-API-Key (repeatable). AGENTD_API_KEYS takes several,
+    /// comma-separated.
+    #[arg(
+        long = "api-key",
+        env = "AGENTD_API_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    api_keys: Vec<String>,
+    /// Settings file (TOML, section [serve]); flags and environment variables override it.
+    #[arg(long, env = "AGENTD_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The service's name: its containers carry it, and a restart recovers only those.
+    #[arg(long, env = "AGENTD_SERVE_NAME")]
+    name: Option<String>,
+    /// Image (base or sandbox image) for sandboxes whose image this host does not have.
+    #[arg(long, env = "AGENTD_IMAGE")]
+    image: Option<String>,
+    /// Ready sandboxes kept of the default image (0: every /start creates one).
+    #[arg(long, env = "AGENTD_SERVE_POOL_SIZE")]
+    pool_size: Option<usize>,
+    /// Seconds without an action after which a sandbox is stopped (0: never; default 1800).
+    #[arg(long, env = "AGENTD_SERVE_IDLE_TIMEOUT")]
+    idle_timeout: Option<f64>,
+    /// Host name or address put in the URLs given to callers (default 127.0.0.1).
+    #[arg(long, env = "AGENTD_SERVE_PUBLIC_HOST")]
+    public_host: Option<String>,
+    /// Host address sandbox ports are published on (default 127.0.0.1; 0.0.0.0 for callers on
+    /// other hosts).
+    #[arg(long, env = "AGENTD_SERVE_PUBLISH_ADDRESS")]
+    publish_address: Option<String>,
+    /// Where the service keeps its claims (session → sandbox, keys; 0700).
+    #[arg(long, env = "AGENTD_SERVE_STATE_DIR", value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Memory limit of a sandbox at resource_factor 1 (e.g. 4g).
+    #[arg(long, value_parser = crate::parse_bytes)]
+    memory: Option<i64>,
+    /// CPU limit of a sandbox at resource_factor 1.
+    #[arg(long)]
+    cpus: Option<f64>,
+    /// Process limit of a sandbox.
+    #[arg(long)]
+    pids: Option<i64>,
+    /// The sandboxd binary put into base images.
+    #[arg(long = "sandboxd", env = "AGENTD_SANDBOXD_BIN", value_name = "PATH")]
+    sandboxd: Option<PathBuf>,
+    /// Print the listening line as JSON (`{"listening": "http://ADDR"}`).
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
+    let file = match &args.config {
+        Some(path) => FileConfig::load(path)?,
+        None => FileConfig::default(),
+    };
+    let section = file.serve;
+    let mut config = ServeConfig {
+        api_keys: if args.api_keys.is_empty() {
+            section.api_keys
+        } else {
+            args.api_keys
+        },
+        images: section.images,
+        pools: section.pools,
+        ..ServeConfig::default()
+    };
+    config.api_keys.retain(|k| !k.trim().is_empty());
+    if let Some(name) = args.name.or(section.name) {
+        config.name = name;
+    }
+    if let Some(image) = args.image.or(section.image) {
+        config.default_image = image;
+    }
+    if let Some(size) = args.pool_size.or(section.pool_size) {
+        config.pool_size = size;
+    }
+    if let Some(secs) = args.idle_timeout.or(section.idle_timeout) {
+        config.idle_timeout = (secs > 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    if let Some(host) = args.public_host.or(section.public_host) {
+        config.public_host = host;
+    }
+    if let Some(address) = args.publish_address.or(section.publish_address) {
+        config.publish_address = address;
+    }
+    if let Some(dir) = args.state_dir.or(section.state_dir) {
+        config.state_dir = dir;
+    }
+    if let Some(prefix) = section.registry_prefix {
+        config.registry_prefix = prefix;
+    }
+    let memory = match (args.memory, &section.memory) {
+        (Some(m), _) => Some(m),
+        (None, Some(m)) => Some(crate::parse_bytes(m).map_err(anyhow::Error::msg)?),
+        (None, None) => None,
+    };
+    if let Some(memory) = memory {
+        config.limits.memory_bytes = (memory > 0).then_some(memory);
+    }
+    if let Some(cpus) = args.cpus.or(section.cpus) {
+        config.limits.cpus = (cpus > 0.0).then_some(cpus);
+    }
+    if let Some(pids) = args.pids.or(section.pids) {
+        config.limits.pids = (pids > 0).then_some(pids);
+    }
+    config.sandboxd_binary = args.sandboxd.or(file.sandboxd);
+    if let Some(network) = file.docker.network {
+        config.sandbox.network = network;
+    }
+    if let Some(read_only) = file.docker.read_only {
+        config.sandbox.read_only_root = read_only;
+    }
+    if config.api_keys.is_empty() {
+        eprintln!(
+            "agentd serve: no API key: pass --api-key, set AGENTD_API_KEYS or [serve] api_keys"
+        );
+        return Ok(2);
+    }
+
+    let listener = match tokio::net::TcpListener::bind(args.listen).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("agentd serve: cannot listen on {}: {e}", args.listen);
+            return Ok(CANNOT_BIND);
+        }
+    };
+    let shutdown = shutdown_signal()?;
+    let json = args.json;
+    serve::run(config, listener, shutdown, |addr| {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"listening": format!("http://{addr}")})
+            );
+        } else {
+            println!("agentd serve listening on http://{addr}");
+        }
+    })
+    .await
+    .context("agentd serve")?;
+    Ok(0)
+}
+
+/// SIGTERM or SIGINT, handlers installed now.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
+}

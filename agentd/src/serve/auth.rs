@@ -1,0 +1,88 @@
+//! The service's API keys: checked in constant time, and turned into an [`Owner`], the
+//! identity that owns the sandboxes started with that key.
+
+use sha2::{Digest, Sha256};
+
+/// Who started a sandbox: a fingerprint of the API key (never the key itself), so that only
+/// callers holding that key find the sandbox, learn its session key, or stop it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Owner(String);
+
+impl Owner {
+    /// The fingerprint, as stored in the state files.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// An owner read back from a state file.
+    pub fn from_stored(fingerprint: String) -> Owner {
+        Owner(fingerprint)
+    }
+}
+
+/// The configured keys (only their SHA-256 digests are kept).
+#[derive(Debug, Clone)]
+pub struct ApiKeys {
+    digests: Vec<[u8; 32]>,
+}
+
+impl ApiKeys {
+    /// The keys; empty ones are dropped.
+    pub fn new<'a>(keys: impl IntoIterator<Item = &'a str>) -> ApiKeys {
+        ApiKeys {
+            digests: keys
+                .into_iter()
+                .filter(|k| !k.is_empty())
+                .map(digest)
+                .collect(),
+        }
+    }
+
+    /// Whether there is no key at all (the service refuses to start then).
+    pub fn is_empty(&self) -> bool {
+        self.digests.is_empty()
+    }
+
+    /// The owner for `given` if it is one of the keys. Every key is compared, each in constant
+    /// time, so the answer's timing says nothing about which key matched or how closely.
+    pub fn verify(&self, given: &[u8]) -> Option<Owner> {
+        let given = digest_bytes(given);
+        let mut matched = None;
+        for key in &self.digests {
+            let difference = key
+                .iter()
+                .zip(&given)
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+            if difference == 0 {
+                matched = Some(*key);
+            }
+        }
+        matched.map(|key| Owner(key[..16].iter().map(|b| format!("{b:02x}")).collect()))
+    }
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    digest_bytes(key.as_bytes())
+}
+
+fn digest_bytes(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_configured_keys_pass_and_each_key_is_its_own_owner() {
+        let keys = ApiKeys::new(["one", "two", ""]);
+        let one = keys.verify(b"one").unwrap();
+        let two = keys.verify(b"two").unwrap();
+        assert_ne!(one, two);
+        assert_eq!(keys.verify(b"one"), Some(one.clone()));
+        assert_eq!(keys.verify(b"onE"), None);
+        assert_eq!(keys.verify(b""), None);
+        assert!(!one.as_str().contains("one"));
+        assert!(ApiKeys::new([""]).is_empty());
+    }
+}

@@ -1,0 +1,185 @@
+//! The caller's start command line and environment, mapped onto sandboxd's.
+//!
+//! OpenHands sends `<prefix> python -u -m openhands.runtime.action_execution_server PORT
+//! --working-dir DIR [--plugins ...] --username U --user-id N [--browsergym-eval-env ...]
+//! [--no-enable-browser]` (SPEC §1.1). The arguments after the module name are the reference
+//! server's, which sandboxd accepts; the interpreter prefix is dropped, the port, listen address
+//! and output directory are the service's. Flags other than the reference's are refused: they
+//! could change how sandboxd listens or authenticates.
+
+use std::collections::BTreeMap;
+
+use crate::runtime::docker::config::{SANDBOXD_PORT, WORKSPACE};
+
+/// Flags that take one value.
+const ONE_VALUE: &[&str] = &["--working-dir", "--username", "--user-id"];
+/// Flags that take any number of values (up to the next flag).
+const MANY_VALUES: &[&str] = &["--plugins", "--browsergym-eval-env"];
+/// Flags without a value.
+const NO_VALUE: &[&str] = &["--enable-browser", "--no-enable-browser"];
+
+/// sandboxd's arguments for the caller's `command`; `Err` says what cannot be used.
+pub fn sandboxd_args(command: &[String]) -> Result<Vec<String>, String> {
+    let rest: &[String] = if let Some(m) = command.iter().position(|a| a == "-m") {
+        command.get(m + 2..).unwrap_or_default()
+    } else if command
+        .first()
+        .is_some_and(|a| a.rsplit('/').next() == Some("sandboxd"))
+    {
+        &command[1..]
+    } else {
+        command
+    };
+    let mut args = vec![
+        SANDBOXD_PORT.to_string(),
+        "--host".to_string(),
+        "0.0.0.0".to_string(),
+        "--output-dir".to_string(),
+        "/tmp/sandboxd-outputs".to_string(),
+    ];
+    let mut working_dir = false;
+    let mut port_seen = false;
+    let mut i = 0;
+    while i < rest.len() {
+        let arg = &rest[i];
+        i += 1;
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        if !flag.starts_with("--") {
+            if !port_seen && flag.parse::<u16>().is_ok() {
+                // The caller's port (60000 from OpenHands): the service picks its own.
+                port_seen = true;
+                continue;
+            }
+            return Err(format!("unexpected argument {arg:?} in the start command"));
+        }
+        if ONE_VALUE.contains(&flag) {
+            let value = match inline {
+                Some(value) => value,
+                None => {
+                    let value = rest.get(i).ok_or_else(|| format!("{flag} needs a value"))?;
+                    i += 1;
+                    value.clone()
+                }
+            };
+            working_dir |= flag == "--working-dir";
+            args.push(flag.to_string());
+            args.push(value);
+        } else if MANY_VALUES.contains(&flag) {
+            args.push(flag.to_string());
+            args.extend(inline);
+            while let Some(value) = rest.get(i).filter(|v| !v.starts_with("--")) {
+                args.push(value.clone());
+                i += 1;
+            }
+        } else if NO_VALUE.contains(&flag) && inline.is_none() {
+            args.push(flag.to_string());
+        } else {
+            return Err(format!(
+                "the start command's flag {flag} is not one of the reference server's (--working-dir, --plugins, --username, --user-id, --enable-browser, --no-enable-browser, --browsergym-eval-env)"
+            ));
+        }
+    }
+    if !working_dir {
+        args.push("--working-dir".to_string());
+        args.push(WORKSPACE.to_string());
+    }
+    Ok(args)
+}
+
+/// sandboxd's environment: the caller's, without sandboxd's own settings (`SANDBOXD_*`) and
+/// with the session key the service made.
+pub fn environment(
+    caller: &BTreeMap<String, String>,
+    session_api_key: &str,
+) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = caller
+        .iter()
+        .filter(|(k, _)| !k.starts_with("SANDBOXD_") && k.as_str() != "SESSION_API_KEY")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.insert("SESSION_API_KEY".to_string(), session_api_key.to_string());
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_reference_command_maps_onto_sandboxd() {
+        let command = strings(&[
+            "/openhands/micromamba/bin/micromamba",
+            "run",
+            "-n",
+            "openhands",
+            "poetry",
+            "run",
+            "python",
+            "-u",
+            "-m",
+            "openhands.runtime.action_execution_server",
+            "60000",
+            "--working-dir",
+            "/workspace",
+            "--plugins",
+            "agent_skills",
+            "jupyter",
+            "--username",
+            "openhands",
+            "--user-id",
+            "1000",
+            "--no-enable-browser",
+        ]);
+        let args = sandboxd_args(&command).unwrap();
+        assert_eq!(
+            args,
+            strings(&[
+                "8000",
+                "--host",
+                "0.0.0.0",
+                "--output-dir",
+                "/tmp/sandboxd-outputs",
+                "--working-dir",
+                "/workspace",
+                "--plugins",
+                "agent_skills",
+                "jupyter",
+                "--username",
+                "openhands",
+                "--user-id",
+                "1000",
+                "--no-enable-browser",
+            ])
+        );
+    }
+
+    #[test]
+    fn an_empty_command_gets_the_defaults_and_foreign_flags_are_refused() {
+        let args = sandboxd_args(&[]).unwrap();
+        assert!(args.ends_with(&strings(&["--working-dir", "/workspace"])));
+        let err = sandboxd_args(&strings(&["sandboxd", "1", "--unix-socket", "/x"])).unwrap_err();
+        assert!(err.contains("--unix-socket"), "{err}");
+        let err = sandboxd_args(&strings(&["sandboxd", "--session-api-key=x"])).unwrap_err();
+        assert!(err.contains("--session-api-key"), "{err}");
+    }
+
+    #[test]
+    fn the_session_key_is_the_services() {
+        let caller = BTreeMap::from([
+            ("SESSION_API_KEY".to_string(), "mine".to_string()),
+            ("SANDBOXD_UNIX_SOCKET".to_string(), "/x".to_string()),
+            ("NO_CHANGE_TIMEOUT_SECONDS".to_string(), "1".to_string()),
+        ]);
+        let env = environment(&caller, "service-made");
+        assert_eq!(env["SESSION_API_KEY"], "service-made");
+        assert_eq!(env["NO_CHANGE_TIMEOUT_SECONDS"], "1");
+        assert!(!env.contains_key("SANDBOXD_UNIX_SOCKET"));
+    }
+}

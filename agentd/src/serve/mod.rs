@@ -1,0 +1,160 @@
+//! `agentd serve`: the runtime API (SPEC §9) for many agent hosts. One service per Docker host
+//! creates, finds, pauses and stops hardened sandbox containers for callers that hold one of
+//! its API keys, OpenHands' `RemoteRuntime` among them.
+//!
+//! - [`service::SandboxService`] owns the sandboxes: the table of claimed ones, the warm pools,
+//!   recovery after a restart, the idle reaper;
+//! - [`routes`] is the HTTP layer (the only one of this module);
+//! - [`auth`]: API keys; [`command`]: the caller's start command mapped onto sandboxd;
+//!   [`store`]: claims on disk.
+
+pub mod auth;
+pub mod command;
+pub mod routes;
+pub mod service;
+pub mod store;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::runtime::docker::{DockerError, Limits, SandboxConfig, config};
+
+pub use service::SandboxService;
+
+/// Everything the service is configured with.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The service's name: its containers are labelled with it, and a restarted service
+    /// recovers only the containers with its name.
+    pub name: String,
+    /// Callers must send one of these as `X-API-Key`.
+    pub api_keys: Vec<String>,
+    /// The image (base or sandbox image) of sandboxes whose image this host does not have.
+    pub default_image: String,
+    /// Caller image → local image.
+    pub images: BTreeMap<String, String>,
+    /// Ready sandboxes kept of the default image.
+    pub pool_size: usize,
+    /// Ready sandboxes kept of other local images.
+    pub pools: BTreeMap<String, usize>,
+    /// Sandboxes without an action for this long are stopped; `None`: never.
+    pub idle_timeout: Option<Duration>,
+    /// The host name or address in the URLs given to callers.
+    pub public_host: String,
+    /// The host address sandbox ports are published on.
+    pub publish_address: String,
+    /// CPU and memory limits at `resource_factor` 1 (pids are not scaled).
+    pub limits: Limits,
+    /// Where claims (session → sandbox, keys) are kept, 0700.
+    pub state_dir: PathBuf,
+    /// Answer of `GET /registry_prefix`.
+    pub registry_prefix: String,
+    /// sandboxd binary to make base images sandbox images with.
+    pub sandboxd_binary: Option<PathBuf>,
+    /// Other container settings (network, read-only root, sudo...); image, limits, name and
+    /// labels are the service's.
+    pub sandbox: SandboxConfig,
+    /// Largest request body.
+    pub max_body_bytes: usize,
+}
+
+impl Default for ServeConfig {
+    fn default() -> ServeConfig {
+        ServeConfig {
+            name: "default".to_string(),
+            api_keys: Vec::new(),
+            default_image: config::DEFAULT_BASE_IMAGE.to_string(),
+            images: BTreeMap::new(),
+            pool_size: 2,
+            pools: BTreeMap::new(),
+            idle_timeout: Some(Duration::from_secs(30 * 60)),
+            public_host: "127.0.0.1".to_string(),
+            publish_address: "127.0.0.1".to_string(),
+            limits: Limits::default(),
+            state_dir: default_state_dir(),
+            registry_prefix: "agentd.local".to_string(),
+            sandboxd_binary: None,
+            sandbox: SandboxConfig {
+                plugins: Vec::new(),
+                ..SandboxConfig::default()
+            },
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// `$XDG_STATE_HOME/agentd/serve`, else `~/.local/state/agentd/serve`.
+pub fn default_state_dir() -> PathBuf {
+    crate::config::default_sessions_dir()
+        .parent()
+        .map(|p| p.join("serve"))
+        .unwrap_or_else(|| PathBuf::from(".agentd/serve"))
+}
+
+/// Why the service could not do something. Each variant says whether retrying helps.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The configuration cannot work. Retrying cannot help.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The request cannot work (HTTP 400). Retrying the same request cannot help.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The request body cannot be decoded (HTTP 422). Retrying the same body cannot help.
+    #[error("{0}")]
+    Unprocessable(String),
+    /// No such session or runtime for this key (HTTP 404). Retrying cannot help.
+    #[error("{0}")]
+    NotFound(String),
+    /// The session is in a state that forbids this (HTTP 409). Retrying after the state changed
+    /// can help.
+    #[error("{0}")]
+    Conflict(String),
+    /// Docker failed; its error says whether retrying helps.
+    #[error(transparent)]
+    Docker(#[from] DockerError),
+    /// A sandboxd did not take its configuration. Retrying may help if it was a connection
+    /// failure.
+    #[error("sandboxd: {0}")]
+    Client(#[from] client::ClientError),
+    /// The state directory failed. Retrying helps once the disk is fixed.
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    /// Something else inside the service. Retrying rarely helps.
+    #[error("{0}")]
+    Internal(String),
+    /// The listener failed. Retrying may help.
+    #[error("serving HTTP: {0}")]
+    Serve(std::io::Error),
+}
+
+/// Opens the service (Docker, images, recovery), calls `on_listening` with the bound address,
+/// serves on `listener` until `shutdown` resolves, then stops the pool filler and the reaper.
+/// Sandboxes (claimed and warm) are left running for the next start to recover.
+pub async fn run(
+    config: ServeConfig,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_listening: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    let max_body = config.max_body_bytes;
+    let service = Arc::new(SandboxService::open(config).await?);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let filler = tokio::spawn(service.clone().fill_pools(stopped.clone()));
+    let reaper = tokio::spawn(service.clone().reap_idle(stopped));
+    let app = routes::router(service, max_body);
+    let local = listener.local_addr().map_err(ServeError::Serve)?;
+    on_listening(local);
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(ServeError::Serve);
+    let _ = stop.send(true);
+    let _ = filler.await;
+    let _ = reaper.await;
+    served
+}

@@ -1,0 +1,254 @@
+//! The runtime API over HTTP: authenticate (`X-API-Key`), decode, hand to the
+//! [`SandboxService`], encode. The only module of `serve` that touches HTTP.
+//!
+//! Every endpoint but `GET /alive` (the service's own liveness) needs one of the service's
+//! keys; a missing or wrong key is answered 401. Sessions and runtimes of other keys are
+//! answered 404, as if they did not exist.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use protocol::api::ErrorResponse;
+use protocol::runtime_api::{
+    ImageExistsResponse, RegistryPrefixResponse, RuntimeIdRequest, StartRequest,
+};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::auth::Owner;
+use super::{SandboxService, ServeError};
+
+/// Most requests handled at once.
+const MAX_CONCURRENT_REQUESTS: usize = 256;
+
+type Service = State<Arc<SandboxService>>;
+
+/// The router with every endpoint; bodies above `max_body` bytes are refused (413).
+pub fn router(service: Arc<SandboxService>, max_body: usize) -> Router {
+    let protected = Router::new()
+        .route("/start", post(start))
+        .route("/stop", post(stop))
+        .route("/pause", post(pause))
+        .route("/resume", post(resume))
+        .route("/sessions/{sid}", get(session))
+        .route("/runtime/{id}", get(runtime))
+        .route("/runtimes", get(list))
+        .route("/registry_prefix", get(registry_prefix))
+        .route("/image_exists", get(image_exists))
+        .route_layer(middleware::from_fn_with_state(
+            service.clone(),
+            authenticate,
+        ));
+    Router::new()
+        .route("/alive", get(alive))
+        .merge(protected)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(tower::limit::ConcurrencyLimitLayer::new(
+            MAX_CONCURRENT_REQUESTS,
+        ))
+        .with_state(service)
+}
+
+fn detail(status: StatusCode, text: impl Into<String>) -> Response {
+    let body = ErrorResponse {
+        detail: text.into(),
+        errors: None,
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+impl IntoResponse for ServeError {
+    fn into_response(self) -> Response {
+        match self {
+            ServeError::BadRequest(text) => detail(StatusCode::BAD_REQUEST, text),
+            ServeError::Unprocessable(text) => detail(StatusCode::UNPROCESSABLE_ENTITY, text),
+            ServeError::NotFound(text) => detail(StatusCode::NOT_FOUND, text),
+            ServeError::Conflict(text) => detail(StatusCode::CONFLICT, text),
+            other => {
+                // Details (engine messages, paths) go to the log, not to callers.
+                tracing::error!(error = %other, "request failed");
+                detail(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the sandbox service failed; see its log",
+                )
+            }
+        }
+    }
+}
+
+async fn authenticate(
+    State(service): Service,
+    headers: HeaderMap,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let given = headers
+        .get("x-api-key")
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    match service.keys().verify(given) {
+        Some(owner) => {
+            request.extensions_mut().insert(owner);
+            next.run(request).await
+        }
+        None => detail(StatusCode::UNAUTHORIZED, "Invalid or missing X-API-Key"),
+    }
+}
+
+/// The owner the authentication put on the request.
+fn owner(request: &axum::http::Extensions) -> Result<Owner, ServeError> {
+    request
+        .get::<Owner>()
+        .cloned()
+        .ok_or_else(|| ServeError::Internal("unauthenticated request".to_string()))
+}
+
+/// Decodes a JSON body with a precise 422 on mistakes.
+fn json<T: DeserializeOwned>(body: &Bytes) -> Result<T, ServeError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ServeError::Unprocessable(format!("invalid body: {e}")))
+}
+
+async fn alive() -> Response {
+    axum::Json(serde_json::json!({"status": "ok"})).into_response()
+}
+
+async fn not_found() -> Response {
+    detail(StatusCode::NOT_FOUND, "Not Found")
+}
+
+async fn start(
+    State(service): Service,
+    extensions: axum::http::Extensions,
+    body: Bytes,
+) -> Response {
+    let request: StartRequest = match json(&body) {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    let result = match owner(&extensions) {
+        Ok(owner) => service.start(&owner, request).await,
+        Err(e) => Err(e),
+    };
+    respond(result)
+}
+
+async fn by_id(
+    service: Arc<SandboxService>,
+    extensions: axum::http::Extensions,
+    body: Bytes,
+    call: Call,
+) -> Response {
+    let request: RuntimeIdRequest = match json(&body) {
+        Ok(request) => request,
+        Err(e) => return e.into_response(),
+    };
+    let owner = match owner(&extensions) {
+        Ok(owner) => owner,
+        Err(e) => return e.into_response(),
+    };
+    let id = &request.runtime_id;
+    respond(match call {
+        Call::Stop => service.stop(&owner, id).await,
+        Call::Pause => service.pause(&owner, id).await,
+        Call::Resume => service.resume(&owner, id).await,
+    })
+}
+
+/// The calls that take a `{"runtime_id"}` body.
+#[derive(Debug, Clone, Copy)]
+enum Call {
+    Stop,
+    Pause,
+    Resume,
+}
+
+async fn stop(
+    State(service): Service,
+    extensions: axum::http::Extensions,
+    body: Bytes,
+) -> Response {
+    by_id(service, extensions, body, Call::Stop).await
+}
+
+async fn pause(
+    State(service): Service,
+    extensions: axum::http::Extensions,
+    body: Bytes,
+) -> Response {
+    by_id(service, extensions, body, Call::Pause).await
+}
+
+async fn resume(
+    State(service): Service,
+    extensions: axum::http::Extensions,
+    body: Bytes,
+) -> Response {
+    by_id(service, extensions, body, Call::Resume).await
+}
+
+async fn session(
+    State(service): Service,
+    extensions: axum::http::Extensions,
+    Path(sid): Path<String>,
+) -> Response {
+    respond(owner(&extensions).and_then(|owner| service.session(&owner, &sid)))
+}
+
+async fn runtime(
+    State(service): Service,
+    extensions: axum::http::Extensions,
+    Path(id): Path<String>,
+) -> Response {
+    let result = match owner(&extensions) {
+        Ok(owner) => service.runtime_status(&owner, &id).await,
+        Err(e) => Err(e),
+    };
+    respond(result)
+}
+
+async fn list(State(service): Service, extensions: axum::http::Extensions) -> Response {
+    respond(owner(&extensions).map(|owner| service.list(&owner)))
+}
+
+async fn registry_prefix(State(service): Service) -> Response {
+    axum::Json(RegistryPrefixResponse {
+        registry_prefix: service.registry_prefix().to_string(),
+    })
+    .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+struct ImageQuery {
+    image: String,
+}
+
+async fn image_exists(
+    State(service): Service,
+    query: Result<Query<ImageQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    match query {
+        Ok(Query(query)) => axum::Json(ImageExistsResponse {
+            exists: service.image_exists(&query.image),
+        })
+        .into_response(),
+        Err(_) => detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "the query parameter image is required",
+        ),
+    }
+}
+
+fn respond<T: serde::Serialize>(result: Result<T, ServeError>) -> Response {
+    match result {
+        Ok(body) => axum::Json(body).into_response(),
+        Err(e) => e.into_response(),
+    }
+}

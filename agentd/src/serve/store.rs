@@ -1,0 +1,155 @@
+//! Which session owns which sandbox, on disk: one 0600 JSON file per claimed sandbox in a 0700
+//! directory, so that a restarted service finds its sessions (and their keys) again.
+//!
+//! Container labels cannot hold this: a warm sandbox is created before anyone claims it, and
+//! Docker cannot change a container's labels afterwards. The labels name the service and the
+//! runtime id; these files add the session, its owner and its session API key.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// A claimed sandbox, as kept on disk (this module's own format).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    /// The runtime id (= container name).
+    pub runtime_id: String,
+    /// The caller's session id.
+    pub session_id: String,
+    /// Fingerprint of the API key that started it.
+    pub owner: String,
+    /// The image the caller asked for.
+    pub image: String,
+    /// The data plane's key.
+    pub session_api_key: String,
+    /// RFC 3339 start time.
+    pub created_at: String,
+}
+
+/// Errors of the state directory. Retrying helps only once the disk problem is fixed.
+#[derive(Debug, thiserror::Error)]
+#[error("state directory {}: {source}", .path.display())]
+pub struct StoreError {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// Why.
+    pub source: std::io::Error,
+}
+
+/// The directory of claims.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating, 0700) `dir`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let io = |source| StoreError {
+            path: dir.to_path_buf(),
+            source,
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
+        Ok(Store {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    fn path(&self, runtime_id: &str) -> PathBuf {
+        self.dir.join(format!("{runtime_id}.json"))
+    }
+
+    /// Writes a claim atomically (a 0600 temporary file renamed over the old one).
+    pub fn save(&self, claim: &Claim) -> Result<(), StoreError> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.path(&claim.runtime_id);
+        let tmp = self.dir.join(format!(".{}.tmp", claim.runtime_id));
+        let io = |source| StoreError {
+            path: path.clone(),
+            source,
+        };
+        let json = serde_json::to_vec_pretty(claim).map_err(|e| io(e.into()))?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io)?;
+        file.write_all(&json).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)
+    }
+
+    /// Forgets a claim (no error if there is none).
+    pub fn remove(&self, runtime_id: &str) -> Result<(), StoreError> {
+        let path = self.path(runtime_id);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(StoreError { path, source }),
+        }
+    }
+
+    /// Every claim; unreadable files are logged and skipped.
+    pub fn load_all(&self) -> Result<Vec<Claim>, StoreError> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|source| StoreError {
+            path: self.dir.clone(),
+            source,
+        })?;
+        let mut claims = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            match std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice::<Claim>(&b).map_err(|e| e.to_string()))
+            {
+                Ok(claim) => claims.push(claim),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "skipping an unreadable claim")
+                }
+            }
+        }
+        Ok(claims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_round_trip_privately() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state")).unwrap();
+        let claim = Claim {
+            runtime_id: "rt-1".into(),
+            session_id: "s".into(),
+            owner: "o".into(),
+            image: "i".into(),
+            session_api_key: "k".into(),
+            created_at: "t".into(),
+        };
+        store.save(&claim).unwrap();
+        assert_eq!(store.load_all().unwrap(), vec![claim]);
+        let mode = std::fs::metadata(dir.path().join("state/rt-1.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        store.remove("rt-1").unwrap();
+        store.remove("rt-1").unwrap();
+        assert!(store.load_all().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,235 @@
+//! The runtime API's endpoints: keys, ownership, the caller's command and environment,
+//! resource factors, pause/resume, idle stop.
+
+use std::time::Duration;
+
+use client::protocol::runtime_api::{PodStatus, SessionStatus};
+use client::{ClientError, ObservationExt, SandboxClient};
+use serde_json::json;
+
+use crate::common::*;
+
+#[tokio::test]
+async fn wrong_or_missing_keys_are_refused_everywhere_but_alive() {
+    let service = Service::start(Options::default());
+    let http = reqwest::Client::new();
+    let calls = [
+        ("GET", "/sessions/s"),
+        ("GET", "/runtime/r"),
+        ("GET", "/runtimes"),
+        ("GET", "/registry_prefix"),
+        ("GET", "/image_exists?image=x"),
+        ("POST", "/start"),
+        ("POST", "/stop"),
+        ("POST", "/pause"),
+        ("POST", "/resume"),
+    ];
+    for (method, path) in calls {
+        for key in [None, Some("wrong"), Some("")] {
+            let mut request =
+                http.request(method.parse().unwrap(), format!("{}{path}", service.url));
+            if let Some(key) = key {
+                request = request.header("X-API-Key", key);
+            }
+            let response = request.json(&json!({})).send().await.unwrap();
+            assert_eq!(response.status(), 401, "{method} {path} with {key:?}");
+        }
+    }
+    let alive = http
+        .get(format!("{}/alive", service.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(alive.status(), 200);
+    // The right key passes; images this host does not have run as the default.
+    let api = service.api(KEY_A);
+    assert!(
+        api.image_exists("ghcr.io/all-hands-ai/runtime:x")
+            .await
+            .unwrap()
+    );
+    assert_eq!(api.registry_prefix().await.unwrap(), "agentd.local");
+}
+
+#[tokio::test]
+async fn a_session_and_its_key_belong_to_the_api_key_that_started_it() {
+    let service = Service::start(Options::default());
+    let (started, sandbox) = service.ready_sandbox(KEY_A, "owned").await;
+    let (a, b) = (service.api(KEY_A), service.api(KEY_B));
+
+    let found = a.session("owned").await.unwrap();
+    assert_eq!(found.status, SessionStatus::Running);
+    assert_eq!(found.runtime_id, started.runtime_id);
+    assert_eq!(found.session_api_key, started.session_api_key);
+
+    // Another key learns nothing and can do nothing.
+    let status = |e: ClientError| e.status();
+    assert_eq!(
+        b.session("owned").await.map_err(status).unwrap_err(),
+        Some(404)
+    );
+    let id = &started.runtime_id;
+    assert_eq!(b.runtime(id).await.map_err(status).unwrap_err(), Some(404));
+    assert_eq!(b.stop(id).await.map_err(status).unwrap_err(), Some(404));
+    assert_eq!(b.pause(id).await.map_err(status).unwrap_err(), Some(404));
+    assert!(b.list().await.unwrap().runtimes.is_empty());
+    let taken = b.start(&start_request("owned")).await;
+    assert_eq!(taken.map_err(status).unwrap_err(), Some(409));
+
+    // The data plane wants the session key, not the service's.
+    let wrong = SandboxClient::new(&started.url, Some(KEY_A.to_string())).unwrap();
+    assert_eq!(
+        wrong.run("true", None).await.unwrap_err().status(),
+        Some(403)
+    );
+    assert_eq!(
+        sandbox.run("true", None).await.unwrap().exit_code(),
+        Some(0)
+    );
+
+    // Starting a running session again answers with it.
+    let again = a.start(&start_request("owned")).await.unwrap();
+    assert_eq!(again.runtime_id, started.runtime_id);
+    assert_eq!(a.list().await.unwrap().runtimes.len(), 1);
+
+    a.stop(id).await.unwrap();
+    assert_eq!(
+        a.session("owned").await.map_err(status).unwrap_err(),
+        Some(404)
+    );
+    assert!(service.containers().is_empty(), "the container is removed");
+}
+
+#[tokio::test]
+async fn start_honours_the_callers_command_environment_and_resource_factor() {
+    let service = Service::start(Options::default());
+    let api = service.api(KEY_A);
+    let mut request = start_request("env");
+    request
+        .environment
+        .insert("CALLER_VAR".into(), "from-the-caller".into());
+    request
+        .environment
+        .insert("NO_CHANGE_TIMEOUT_SECONDS".into(), "1".into());
+    request
+        .environment
+        .insert("SESSION_API_KEY".into(), "ignored".into());
+    request.resource_factor = 2.0;
+    let started = api.start(&request).await.unwrap();
+    let key = started.session_api_key.clone().unwrap();
+    assert_ne!(key, "ignored");
+    assert_eq!(
+        api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    let sandbox = SandboxClient::new(&started.url, Some(key)).unwrap();
+    let obs = sandbox
+        .run("echo $CALLER_VAR; id -u; pwd", None)
+        .await
+        .unwrap();
+    assert_eq!(obs.content.trim(), "from-the-caller\n1000\n/workspace");
+    // NO_CHANGE_TIMEOUT_SECONDS reached sandboxd: a silent command returns after ~1 s.
+    let started_at = std::time::Instant::now();
+    let obs = sandbox.run("sleep 20", None).await.unwrap();
+    assert_eq!(obs.exit_code(), Some(-1));
+    assert!(started_at.elapsed() < Duration::from_secs(10));
+    // Twice the base limits (1 CPU, 1 GiB).
+    let limits = inspect(
+        &started.runtime_id,
+        "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}}",
+    );
+    assert_eq!(limits, format!("2000000000 {} {}", 2u64 << 30, 2u64 << 30));
+    assert_eq!(
+        inspect(&started.runtime_id, "{{.HostConfig.PortBindings}}"),
+        "map[8000/tcp:[{127.0.0.1 }]]"
+    );
+}
+
+#[tokio::test]
+async fn requests_that_cannot_work_are_refused_precisely() {
+    let service = Service::start(Options::default());
+    let api = service.api(KEY_A);
+    let mut request = start_request("bad");
+    request.command.push("--unix-socket".into());
+    request.command.push("/tmp/x".into());
+    let err = api.start(&request).await.unwrap_err();
+    assert_eq!(err.status(), Some(400), "{err}");
+    assert!(err.to_string().contains("--unix-socket"), "{err}");
+    let mut request = start_request("bad");
+    request.resource_factor = 0.0;
+    assert_eq!(api.start(&request).await.unwrap_err().status(), Some(400));
+    let response = reqwest::Client::new()
+        .post(format!("{}/start", service.url))
+        .header("X-API-Key", KEY_A)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    assert!(service.containers().is_empty(), "nothing is left behind");
+}
+
+#[tokio::test]
+async fn pause_and_resume_keep_the_workspace() {
+    let service = Service::start(Options::default());
+    let (started, sandbox) = service.ready_sandbox(KEY_A, "pause").await;
+    let api = service.api(KEY_A);
+    let obs = sandbox
+        .write("/workspace/kept.txt", "still here")
+        .await
+        .unwrap();
+    assert!(obs.exit_code().is_none_or(|c| c == 0), "{obs:?}");
+    api.pause(&started.runtime_id).await.unwrap();
+    assert_eq!(
+        api.session("pause").await.unwrap().status,
+        SessionStatus::Paused
+    );
+    assert_eq!(
+        api.runtime(&started.runtime_id).await.unwrap().pod_status,
+        PodStatus::Paused
+    );
+    assert_eq!(inspect(&started.runtime_id, "{{.State.Status}}"), "paused");
+    // The data plane does not answer while paused.
+    let probe = tokio::time::timeout(Duration::from_secs(1), sandbox.alive()).await;
+    assert!(!matches!(probe, Ok(Ok(()))), "a paused sandbox answered");
+    api.resume(&started.runtime_id).await.unwrap();
+    assert_eq!(
+        api.session("pause").await.unwrap().status,
+        SessionStatus::Running
+    );
+    let obs = sandbox.run("cat /workspace/kept.txt", None).await.unwrap();
+    assert_eq!(obs.content.trim(), "still here");
+    api.stop(&started.runtime_id).await.unwrap();
+    assert!(
+        service.containers().is_empty(),
+        "a paused-then-stopped sandbox is removed"
+    );
+}
+
+#[tokio::test]
+async fn idle_sandboxes_are_stopped() {
+    let service = Service::start(Options {
+        idle_timeout: 2.0,
+        ..Options::default()
+    });
+    let (started, sandbox) = service.ready_sandbox(KEY_A, "idle").await;
+    assert_eq!(
+        sandbox.run("true", None).await.unwrap().exit_code(),
+        Some(0)
+    );
+    let api = service.api(KEY_A);
+    eventually(30, "the idle sandbox to be stopped", || async {
+        api.session("idle").await.is_err()
+    })
+    .await;
+    assert_eq!(
+        api.runtime(&started.runtime_id).await.unwrap_err().status(),
+        Some(404)
+    );
+    eventually(30, "its container to be removed", || async {
+        service.containers().is_empty()
+    })
+    .await;
+}

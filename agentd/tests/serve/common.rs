@@ -1,0 +1,234 @@
+//! Shared set-up: a running `agentd serve` with its own name and state directory; its
+//! containers are removed when it is dropped, even when a test fails.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use client::protocol::runtime_api::{StartRequest, StartResponse};
+use client::{RuntimeApiClient, SandboxClient};
+
+pub const KEY_A: &str = "key-of-host-a";
+pub const KEY_B: &str = "key-of-host-b";
+
+/// The sandboxd put into images: `AGENTD_SANDBOXD_BIN` (CI: the static build), else this
+/// workspace's debug build.
+pub fn sandboxd_binary() -> PathBuf {
+    std::env::var_os("AGENTD_SANDBOXD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
+        })
+}
+
+/// The base image; `AGENTD_TEST_BASE` overrides.
+pub fn base_image() -> String {
+    std::env::var("AGENTD_TEST_BASE").unwrap_or_else(|_| "sandboxd-base:bookworm".to_string())
+}
+
+/// The agentd binary under test.
+pub fn agentd() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    command.env("AGENTD_SANDBOXD_BIN", sandboxd_binary());
+    command
+}
+
+/// How to start a service.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub pool_size: usize,
+    pub idle_timeout: f64,
+    pub extra: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            pool_size: 0,
+            idle_timeout: 0.0,
+            extra: Vec::new(),
+        }
+    }
+}
+
+/// A running service.
+pub struct Service {
+    child: Option<Child>,
+    pub url: String,
+    pub name: String,
+    pub options: Options,
+    pub state: tempfile::TempDir,
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+impl Service {
+    pub fn start(options: Options) -> Service {
+        let name = format!(
+            "test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        let state = tempfile::tempdir().unwrap();
+        let mut service = Service {
+            child: None,
+            url: String::new(),
+            name,
+            options,
+            state,
+        };
+        service.spawn();
+        service
+    }
+
+    /// Starts (again) the service process with this name and state directory.
+    pub fn spawn(&mut self) {
+        let mut command = agentd();
+        command
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["--api-key", KEY_A, "--api-key", KEY_B])
+            .args(["--name", &self.name, "--image", &base_image()])
+            .arg("--state-dir")
+            .arg(self.state.path())
+            .args(["--pool-size", &self.options.pool_size.to_string()])
+            .args(["--idle-timeout", &self.options.idle_timeout.to_string()])
+            .args(["--memory", "1g", "--cpus", "1"])
+            .args(&self.options.extra)
+            .env_remove("AGENTD_API_KEYS")
+            .env_remove("AGENTD_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("agentd serve listening on ")
+            .unwrap_or_else(|| panic!("agentd serve did not start: {line:?}"))
+            .to_string();
+        self.url = url;
+        self.child = Some(child);
+    }
+
+    /// SIGKILLs the service process (its sandboxes stay).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn api(&self, key: &str) -> RuntimeApiClient {
+        RuntimeApiClient::new(&self.url, key).unwrap()
+    }
+
+    /// Starts a sandbox for `session` with `key` and waits until it is ready.
+    pub async fn ready_sandbox(&self, key: &str, session: &str) -> (StartResponse, SandboxClient) {
+        let api = self.api(key);
+        let started = api.start(&start_request(session)).await.unwrap();
+        api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
+            .await
+            .unwrap()
+            .unwrap();
+        let client = SandboxClient::new(&started.url, started.session_api_key.clone()).unwrap();
+        (started, client)
+    }
+
+    /// The containers of this service (`docker ps -a`).
+    pub fn containers(&self) -> Vec<String> {
+        let out = Command::new("docker")
+            .args(["ps", "-aq", "--filter"])
+            .arg(format!("label=dev.sandboxd.serve.name={}", self.name))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if let Some(child) = &self.child {
+            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        }
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+        let ids = self.containers();
+        if !ids.is_empty() {
+            let _ = Command::new("docker")
+                .args(["rm", "-f"])
+                .args(&ids)
+                .stdout(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// A `/start` body as OpenHands' RemoteRuntime sends it.
+pub fn start_request(session: &str) -> StartRequest {
+    StartRequest {
+        image: "ghcr.io/all-hands-ai/runtime:0.62-nikolaik".to_string(),
+        command: [
+            "/openhands/micromamba/bin/micromamba",
+            "run",
+            "-n",
+            "openhands",
+            "poetry",
+            "run",
+            "python",
+            "-u",
+            "-m",
+            "openhands.runtime.action_execution_server",
+            "60000",
+            "--working-dir",
+            "/workspace",
+            "--username",
+            "openhands",
+            "--user-id",
+            "1000",
+            "--no-enable-browser",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        working_dir: Some("/openhands/code/".to_string()),
+        environment: Default::default(),
+        session_id: session.to_string(),
+        resource_factor: 1.0,
+        runtime_class: None,
+    }
+}
+
+/// Polls `cond` (every 100 ms) until it holds, for at most `secs` seconds.
+pub async fn eventually<F, Fut>(secs: u64, what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    while !cond().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The container's `HostConfig` field, via `docker inspect`.
+pub fn inspect(container: &str, format: &str) -> String {
+    let out = Command::new("docker")
+        .args(["inspect", "-f", format, container])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

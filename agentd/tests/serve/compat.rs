@@ -1,0 +1,31 @@
+//! OpenHands' own `RemoteRuntime` (openhands-ai 0.62.0) against `agentd serve`, through
+//! `scripts/compat/remote_runtime.sh`: connect, a bash command, a file edit, close. Needs a
+//! Python 3.12 (pyenv) and PyPI; the venv is cached, so only the first run installs.
+
+use std::process::Command;
+
+#[test]
+fn openhands_remote_runtime_drives_a_sandbox() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = repo.join("scripts/compat/remote_runtime.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .env("AGENTD_BIN", env!("CARGO_BIN_EXE_agentd"))
+        .env("AGENTD_SANDBOXD_BIN", crate::common::sandboxd_binary())
+        .env("AGENTD_IMAGE", crate::common::base_image())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match out.status.code() {
+        Some(0) => {}
+        Some(3) => {
+            eprintln!(
+                "SKIPPED: no Python 3.12 on this machine (pyenv versions/3.12.*, or PYTHON312):\n{stderr}"
+            );
+        }
+        other => {
+            panic!("the OpenHands RemoteRuntime check failed ({other:?}):\n{stdout}\n{stderr}")
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! `agentd serve` end to end: each test starts the real binary on an ephemeral port against the
+//! real Docker engine, and talks to it over HTTP (the runtime API, then sandboxd).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+mod common;
+
+mod agents;
+mod api;
+mod compat;
+mod restart;

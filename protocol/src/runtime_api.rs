@@ -1,0 +1,175 @@
+//! The runtime API: the control plane OpenHands' `RemoteRuntime` speaks to create, find, pause
+//! and stop sandboxes (SPEC §9), plus the listing endpoint of our own (`GET /runtimes`).
+//!
+//! Every request carries the service's key as `X-API-Key`; errors are
+//! [`ErrorResponse`](crate::api::ErrorResponse) bodies (`{"detail": ...}`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The header that carries the service's API key.
+pub const API_KEY_HEADER: &str = "X-API-Key";
+
+/// Body of `POST /start`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartRequest {
+    /// The image the caller wants; the service maps images it does not have onto its default.
+    pub image: String,
+    /// The reference's start command line (`... python -u -m openhands.runtime.action_execution_server
+    /// PORT --working-dir DIR ...`); the arguments after the module name are given to sandboxd,
+    /// the port is chosen by the service.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// The working directory of the command (the reference sends `/openhands/code/`; ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    /// Environment of sandboxd and hence of the bash session (e.g. `NO_CHANGE_TIMEOUT_SECONDS`).
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+    /// The caller's session id; `/sessions/{session_id}` finds the sandbox later.
+    pub session_id: String,
+    /// Multiplier of the service's CPU and memory limits (default 1).
+    #[serde(default = "one")]
+    pub resource_factor: f64,
+    /// The container runtime class the reference can ask for (`sysbox-runc`); accepted, ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_class: Option<String>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Body of a successful `POST /start`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartResponse {
+    /// The sandbox's id for `/runtime/{id}`, `/stop`, `/pause`, `/resume`.
+    pub runtime_id: String,
+    /// The data plane's base URL (sandboxd), reachable from the caller.
+    pub url: String,
+    /// The key to send to the data plane as `X-Session-API-Key`; only the caller learns it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_api_key: Option<String>,
+    /// Application URLs and their ports (none: sandboxes publish only sandboxd).
+    #[serde(default)]
+    pub work_hosts: BTreeMap<String, u16>,
+}
+
+/// Body of `POST /stop`, `/pause` and `/resume`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeIdRequest {
+    /// The sandbox.
+    pub runtime_id: String,
+}
+
+/// Whether a session's sandbox runs, as `GET /sessions/{sid}` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionStatus {
+    /// Running (it may still be starting: see `pod_status`).
+    Running,
+    /// Paused: the data plane does not answer until `/resume`.
+    Paused,
+    /// Stopped: it is gone.
+    Stopped,
+}
+
+/// Where a sandbox is in its life, as `GET /runtime/{id}` says (`pod_status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PodStatus {
+    /// Created, but sandboxd does not answer `/alive` yet; keep polling.
+    Pending,
+    /// sandboxd answers `/alive`: actions can run.
+    Ready,
+    /// Paused; `/resume` it.
+    Paused,
+    /// The container stopped or sandboxd could not start; start a new one.
+    Failed,
+}
+
+/// Body of a successful `GET /sessions/{sid}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionResponse {
+    /// Running, paused or stopped.
+    pub status: SessionStatus,
+    /// The sandbox's id.
+    pub runtime_id: String,
+    /// The data plane's base URL.
+    pub url: String,
+    /// The data plane's key; answered only to the API key that started the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_api_key: Option<String>,
+    /// Application URLs and their ports.
+    #[serde(default)]
+    pub work_hosts: BTreeMap<String, u16>,
+}
+
+/// Body of a successful `GET /runtime/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeStatusResponse {
+    /// The id asked about.
+    pub runtime_id: String,
+    /// Where the sandbox is in its life.
+    pub pod_status: PodStatus,
+    /// How often the sandbox restarted (always 0: a sandbox is never restarted behind the
+    /// caller's back, since that would lose its state).
+    #[serde(default)]
+    pub restart_count: u32,
+    /// Why it restarted.
+    #[serde(default)]
+    pub restart_reasons: Vec<String>,
+}
+
+/// Body of a successful `POST /stop`, `/pause` or `/resume`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeStateResponse {
+    /// The sandbox.
+    pub runtime_id: String,
+    /// Its status after the call.
+    pub status: SessionStatus,
+}
+
+/// Body of `GET /registry_prefix`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegistryPrefixResponse {
+    /// Where the caller would push images it builds (`{prefix}/runtime:TAG`).
+    pub registry_prefix: String,
+}
+
+/// Body of `GET /image_exists?image=IMAGE`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageExistsResponse {
+    /// Whether `/start` with that image runs.
+    pub exists: bool,
+}
+
+/// One sandbox in `GET /runtimes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeSummary {
+    /// The sandbox's id.
+    pub runtime_id: String,
+    /// The session it belongs to.
+    pub session_id: String,
+    /// Running or paused.
+    pub status: SessionStatus,
+    /// Whether its sandboxd answered `/alive` (as last seen).
+    pub pod_status: PodStatus,
+    /// The image the caller asked for.
+    pub image: String,
+    /// The data plane's base URL.
+    pub url: String,
+    /// When it was started (RFC 3339, UTC).
+    pub created_at: String,
+}
+
+/// Body of `GET /runtimes`: the caller's sandboxes (those started with its API key).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeList {
+    /// The sandboxes.
+    pub runtimes: Vec<RuntimeSummary>,
+    /// Ready sandboxes waiting in the warm pool, per sandbox image.
+    #[serde(default)]
+    pub warm: BTreeMap<String, usize>,
+}
