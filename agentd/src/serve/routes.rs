@@ -199,7 +199,11 @@ async fn session(
     extensions: axum::http::Extensions,
     Path(sid): Path<String>,
 ) -> Response {
-    respond(owner(&extensions).and_then(|owner| service.session(&owner, &sid)))
+    let result = match owner(&extensions) {
+        Ok(owner) => service.session(&owner, &sid).await,
+        Err(e) => Err(e),
+    };
+    respond(result)
 }
 
 async fn runtime(

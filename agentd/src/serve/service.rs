@@ -241,6 +241,15 @@ impl SandboxService {
             return Err(ServeError::BadRequest("session_id is empty".to_string()));
         }
         let sid = request.session_id.clone();
+        // A session whose container died is started anew, not handed out again.
+        let existing = lock(&self.table)
+            .by_runtime
+            .values()
+            .find(|e| e.claim.session_id == sid && e.claim.owner == owner.as_str())
+            .cloned();
+        if let Some(entry) = existing {
+            self.reap_if_gone(&entry).await;
+        }
         {
             let mut table = lock(&self.table);
             if let Some(entry) = table
@@ -380,7 +389,11 @@ impl SandboxService {
             return PodStatus::Paused;
         }
         if entry.ready {
-            return PodStatus::Ready;
+            return if self.gone(entry).await {
+                PodStatus::Failed
+            } else {
+                PodStatus::Ready
+            };
         }
         let alive = match SandboxClient::new(&entry.local_url, None) {
             Ok(client) => tokio::time::timeout(PROBE_TIMEOUT, client.alive())
@@ -407,20 +420,55 @@ impl SandboxService {
         }
     }
 
-    /// `GET /sessions/{sid}`.
-    pub fn session(&self, owner: &Owner, session_id: &str) -> Result<SessionResponse, ServeError> {
-        let table = lock(&self.table);
-        let entry = table
+    /// Whether the sandbox's container is no more, or no longer running (nor paused). A
+    /// failed inspection says nothing: not gone.
+    async fn gone(&self, entry: &Entry) -> bool {
+        match self.docker.get_state(&entry.container_id).await {
+            Ok(Some(state)) => state != "running" && state != "paused",
+            Ok(None) => true,
+            Err(e) => {
+                tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
+                false
+            }
+        }
+    }
+
+    /// Forgets and cleans up a sandbox whose container died; says whether it had.
+    async fn reap_if_gone(&self, entry: &Entry) -> bool {
+        if entry.paused || !self.gone(entry).await {
+            return false;
+        }
+        let runtime_id = &entry.claim.runtime_id;
+        tracing::warn!(%runtime_id, session = %entry.claim.session_id, "the sandbox died; forgetting it");
+        lock(&self.table).by_runtime.remove(runtime_id);
+        if let Err(e) = self.remove(entry).await {
+            tracing::warn!(%runtime_id, error = %e, "cannot clean up a dead sandbox");
+        }
+        true
+    }
+
+    /// `GET /sessions/{sid}`: `stopped` for a sandbox whose container died (it is forgotten,
+    /// so that the caller starts a new one).
+    pub async fn session(
+        &self,
+        owner: &Owner,
+        session_id: &str,
+    ) -> Result<SessionResponse, ServeError> {
+        let entry = lock(&self.table)
             .by_runtime
             .values()
             .find(|e| e.claim.session_id == session_id && e.claim.owner == owner.as_str())
+            .cloned()
             .ok_or_else(|| ServeError::NotFound(format!("no session {session_id}")))?;
+        let status = if entry.paused {
+            SessionStatus::Paused
+        } else if self.reap_if_gone(&entry).await {
+            SessionStatus::Stopped
+        } else {
+            SessionStatus::Running
+        };
         Ok(SessionResponse {
-            status: if entry.paused {
-                SessionStatus::Paused
-            } else {
-                SessionStatus::Running
-            },
+            status,
             runtime_id: entry.claim.runtime_id.clone(),
             url: entry.url.clone(),
             session_api_key: Some(entry.claim.session_api_key.clone()),

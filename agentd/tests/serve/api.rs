@@ -208,6 +208,39 @@ async fn pause_and_resume_keep_the_workspace() {
     );
 }
 
+/// Regression: a sandbox whose container died was still reported `running` (and handed out
+/// again by `/start`), so OpenHands reused it and then gave up on its `failed` pod status.
+#[tokio::test]
+async fn a_sandbox_that_died_is_reported_stopped_and_started_anew() {
+    let service = Service::start(Options::default());
+    let (started, _sandbox) = service.ready_sandbox(KEY_A, "dies").await;
+    let api = service.api(KEY_A);
+    let killed = std::process::Command::new("docker")
+        .args(["kill", &started.runtime_id])
+        .output()
+        .unwrap();
+    assert!(killed.status.success(), "{killed:?}");
+    assert_eq!(
+        api.runtime(&started.runtime_id).await.unwrap().pod_status,
+        PodStatus::Failed
+    );
+    assert_eq!(
+        api.session("dies").await.unwrap().status,
+        SessionStatus::Stopped
+    );
+    let (again, sandbox) = service.ready_sandbox(KEY_A, "dies").await;
+    assert_ne!(again.runtime_id, started.runtime_id);
+    assert_eq!(
+        sandbox.run("true", None).await.unwrap().exit_code(),
+        Some(0)
+    );
+    assert!(
+        !service.containers().contains(&started.runtime_id),
+        "the dead sandbox is cleaned up"
+    );
+    api.stop(&again.runtime_id).await.unwrap();
+}
+
 #[tokio::test]
 async fn idle_sandboxes_are_stopped() {
     let service = Service::start(Options {
