@@ -29,31 +29,8 @@ NCT="${NO_CHANGE_TIMEOUT_SECONDS:-3}"
 
 log() { printf '[compat] %s\n' "$*" >&2; }
 
-# ------------------------------------------------------------------------------ Python 3.12
-is_py312() { [ -x "$1" ] && "$1" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 12) else 1)' 2>/dev/null; }
-
-find_py312() {
-    if [ -n "${PYTHON312:-}" ]; then
-        is_py312 "$PYTHON312" && { echo "$PYTHON312"; return 0; }
-        log "PYTHON312=$PYTHON312 is not a Python 3.12 interpreter"
-        return 1
-    fi
-    local root="${PYENV_ROOT:-$HOME/.pyenv}" cand
-    if command -v pyenv >/dev/null 2>&1; then root="$(pyenv root 2>/dev/null || echo "$root")"; fi
-    for cand in $(ls -d "$root"/versions/3.12* 2>/dev/null | sort -rV); do
-        is_py312 "$cand/bin/python3.12" && { echo "$cand/bin/python3.12"; return 0; }
-    done
-    return 1
-}
-
-venv_ok() {
-    is_py312 "$VENV/bin/python" &&
-        "$VENV/bin/python" - "$VERSION" <<'EOF' 2>/dev/null
-import sys
-from importlib.metadata import version
-sys.exit(0 if version('openhands-ai') == sys.argv[1] else 1)
-EOF
-}
+# shellcheck source=python.sh
+source "$HERE/python.sh"
 
 if venv_ok; then
     log "venv $VENV already has openhands-ai $VERSION"
