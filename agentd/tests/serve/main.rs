@@ -6,5 +6,6 @@ mod common;
 
 mod agents;
 mod api;
+mod cli;
 mod compat;
 mod restart;
