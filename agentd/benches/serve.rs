@@ -12,20 +12,20 @@
     reason = "a benchmark fails loudly"
 )]
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use client::RuntimeApiClient;
 use protocol::runtime_api::StartRequest;
+use testkit::Daemon;
 
 const WARM_RUNS: usize = 20;
 const COLD_RUNS: usize = 5;
 const KEY: &str = "bench-key";
 
 struct Service {
-    child: Child,
+    daemon: Daemon,
     url: String,
     name: String,
     _state: tempfile::TempDir,
@@ -39,7 +39,8 @@ impl Service {
                 PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
             });
         let state = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--api-key", KEY])
             .args(["--name", name, "--pool-size", &pool.to_string()])
             .args(["--idle-timeout", "0"])
@@ -47,21 +48,12 @@ impl Service {
             .arg(state.path())
             .env("AGENTD_SANDBOXD_BIN", sandboxd)
             .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("agentd serve listening on ")
-            .unwrap_or_else(|| panic!("agentd serve did not start: {line:?}"))
-            .to_string();
+            .stderr(Stdio::inherit());
+        let daemon = Daemon::spawn(&mut command, "agentd serve listening on ")
+            .unwrap_or_else(|e| panic!("agentd serve did not start: {e}"));
+        let url = daemon.url().to_string();
         Service {
-            child,
+            daemon,
             url,
             name: name.to_string(),
             _state: state,
@@ -71,9 +63,7 @@ impl Service {
 
 impl Drop for Service {
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let _ = self.child.wait();
+        self.daemon.terminate(Duration::from_secs(30));
         let out = Command::new("docker")
             .args(["ps", "-aq", "--filter"])
             .arg(format!("label=dev.sandboxd.serve.name={}", self.name))

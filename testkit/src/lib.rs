@@ -1,4 +1,5 @@
-//! Test helpers shared by the workspace's tests. [`FakeLlm`] fakes an LLM at the wire: a real
+//! Test helpers shared by the workspace's tests: [`Daemon`], a server process a test starts
+//! (see [`daemon`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
 //! HTTP server on `127.0.0.1:0` that speaks OpenAI's `POST /v1/chat/completions` (also
 //! `/chat/completions`), answers each request with the next scripted [`Reply`] (or asks a
 //! closure), and records every request so tests can assert on what the client sent.
@@ -24,6 +25,10 @@
 //! request bytes / 4, completion tokens ≈ answer bytes / 4) unless [`Reply::with_usage`] set it.
 //! When the script is exhausted and there is no responder, the server answers 500 with a body
 //! that says so, so a test that makes one call too many fails loudly.
+
+pub mod daemon;
+
+pub use daemon::Daemon;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;

@@ -1,24 +1,24 @@
 //! The remote runtime: a sandboxd started here, as someone else would, reached by URL and key.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use agentd::runtime::{Runtime, RuntimeConfig, RuntimeError, RuntimeKind, error_id};
+
+use testkit::Daemon;
 
 use crate::common::{error_id_of, live, local_sandboxd, run, sh};
 
 const KEY: &str = "remote-sekret";
 
 /// A sandboxd of our own, killed with its group on drop.
-struct Daemon {
-    child: Child,
-    url: String,
+struct Sandboxd {
+    daemon: Daemon,
     _workspace: tempfile::TempDir,
 }
 
-impl Daemon {
-    async fn start() -> Daemon {
+impl Sandboxd {
+    fn start() -> Sandboxd {
         let workspace = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(local_sandboxd());
         cmd.arg("0")
@@ -32,27 +32,11 @@ impl Daemon {
             ])
             .env("SESSION_API_KEY", KEY)
             .env_remove("SANDBOXD_UNIX_SOCKET")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).map(|_| line)
-        })
-        .await
-        .unwrap()
-        .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("sandboxd listening on ")
-            .unwrap_or_else(|| panic!("sandboxd did not start: {line:?}"))
-            .to_string();
-        Daemon {
-            child,
-            url,
+        let daemon = Daemon::spawn(&mut cmd, "sandboxd listening on ")
+            .unwrap_or_else(|e| panic!("sandboxd did not start: {e}"));
+        Sandboxd {
+            daemon,
             _workspace: workspace,
         }
     }
@@ -60,42 +44,34 @@ impl Daemon {
     fn config(&self, key: Option<&str>) -> RuntimeConfig {
         RuntimeConfig {
             kind: RuntimeKind::Remote,
-            remote_url: Some(self.url.clone()),
+            remote_url: Some(self.daemon.url().to_string()),
             remote_api_key: key.map(str::to_string),
             ..RuntimeConfig::default()
         }
     }
 }
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn a_remote_sandbox_runs_actions_and_outlives_its_runtime() {
-    let daemon = Daemon::start().await;
-    let runtime = Runtime::start(&daemon.config(Some(KEY))).await.unwrap();
+    let sandboxd = Sandboxd::start();
+    let runtime = Runtime::start(&sandboxd.config(Some(KEY))).await.unwrap();
     assert_eq!(runtime.kind(), RuntimeKind::Remote);
-    assert_eq!(runtime.url(), daemon.url);
+    assert_eq!(runtime.url(), sandboxd.daemon.url());
     assert_eq!(runtime.pid(), None);
     assert_eq!(sh(&runtime, "echo hi").await, "hi");
     runtime.health().await.unwrap();
     runtime.close().await.unwrap();
     // Not ours to stop.
-    assert!(live(daemon.child.id()));
-    let again = Runtime::start(&daemon.config(Some(KEY))).await.unwrap();
+    assert!(live(sandboxd.daemon.pid()));
+    let again = Runtime::start(&sandboxd.config(Some(KEY))).await.unwrap();
     assert_eq!(sh(&again, "echo still here").await, "still here");
 }
 
 #[tokio::test]
 async fn a_wrong_key_fails_the_start_clearly() {
-    let daemon = Daemon::start().await;
+    let sandboxd = Sandboxd::start();
     for key in [Some("wrong"), None] {
-        let err = Runtime::start(&daemon.config(key)).await.unwrap_err();
+        let err = Runtime::start(&sandboxd.config(key)).await.unwrap_err();
         let RuntimeError::Unauthorized { status, .. } = &err else {
             panic!("unexpected error: {err}");
         };
@@ -121,9 +97,9 @@ async fn a_remote_runtime_needs_a_url() {
 /// A remote sandbox that goes away is unreachable, not dead: it may come back.
 #[tokio::test]
 async fn a_remote_sandbox_that_went_away_is_reported_unreachable() {
-    let daemon = Daemon::start().await;
-    let runtime = Runtime::start(&daemon.config(Some(KEY))).await.unwrap();
-    drop(daemon);
+    let sandboxd = Sandboxd::start();
+    let runtime = Runtime::start(&sandboxd.config(Some(KEY))).await.unwrap();
+    drop(sandboxd);
     let obs = runtime.execute(&run(51, "echo hi")).await;
     assert_eq!(error_id_of(&obs), error_id::UNREACHABLE, "{}", obs.content);
     assert!(

@@ -1,14 +1,14 @@
 //! Shared set-up: a running `agentd serve` with its own name and state directory; its
 //! containers are removed when it is dropped, even when a test fails.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use client::protocol::runtime_api::{StartRequest, StartResponse};
 use client::{RuntimeApiClient, SandboxClient};
+use testkit::Daemon;
 
 pub const KEY_A: &str = "key-of-host-a";
 pub const KEY_B: &str = "key-of-host-b";
@@ -55,7 +55,7 @@ impl Default for Options {
 
 /// A running service.
 pub struct Service {
-    child: Option<Child>,
+    daemon: Option<Daemon>,
     pub url: String,
     pub name: String,
     pub options: Options,
@@ -73,7 +73,7 @@ impl Service {
         );
         let state = tempfile::tempdir().unwrap();
         let mut service = Service {
-            child: None,
+            daemon: None,
             url: String::new(),
             name,
             options,
@@ -98,28 +98,17 @@ impl Service {
             .args(&self.options.extra)
             .env_remove("AGENTD_API_KEYS")
             .env_remove("AGENTD_CONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut child = command.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("agentd serve listening on ")
-            .unwrap_or_else(|| panic!("agentd serve did not start: {line:?}"))
-            .to_string();
-        self.url = url;
-        self.child = Some(child);
+        let daemon = Daemon::spawn(&mut command, "agentd serve listening on ")
+            .unwrap_or_else(|e| panic!("agentd serve did not start: {e}"));
+        self.url = daemon.url().to_string();
+        self.daemon = Some(daemon);
     }
 
     /// SIGKILLs the service process (its sandboxes stay).
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(mut daemon) = self.daemon.take() {
+            daemon.kill();
         }
     }
 
@@ -155,12 +144,9 @@ impl Service {
 
 impl Drop for Service {
     fn drop(&mut self) {
-        if let Some(child) = &self.child {
-            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        }
-        if let Some(mut child) = self.child.take() {
-            let _ = child.wait();
+        // A clean stop (the service leaves its sandboxes), then they are removed below.
+        if let Some(daemon) = &mut self.daemon {
+            daemon.terminate(Duration::from_secs(30));
         }
         let ids = self.containers();
         if !ids.is_empty() {

@@ -1,9 +1,10 @@
 //! Test harness: start a real sandboxd, send it actions, stop it cleanly.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use testkit::Daemon;
 
 use serde_json::{Value, json};
 
@@ -33,7 +34,7 @@ impl Default for Options {
 
 /// A running sandboxd with its own working and output directories.
 pub struct Sandbox {
-    child: Child,
+    daemon: Daemon,
     pub url: String,
     pub key: Option<&'static str>,
     pub http: reqwest::Client,
@@ -76,8 +77,6 @@ impl Sandbox {
             )
             .env_remove("SESSION_API_KEY")
             .env("RUST_LOG", "sandboxd=debug")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(stderr);
         if !opts.browser {
             cmd.arg("--no-enable-browser");
@@ -86,23 +85,13 @@ impl Sandbox {
             cmd.env("SESSION_API_KEY", key);
         }
         cmd.args(&opts.extra_args);
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).map(|_| line)
-        })
-        .await
-        .unwrap()
-        .unwrap();
-        let Some(url) = line.trim().strip_prefix("sandboxd listening on ") else {
+        let daemon = Daemon::spawn(&mut cmd, "sandboxd listening on ").unwrap_or_else(|e| {
             let log = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap_or_default();
-            panic!("sandboxd did not start: {line:?}\n{log}");
-        };
+            panic!("sandboxd did not start: {e}\n{log}");
+        });
         Sandbox {
-            child,
-            url: url.to_owned(),
+            url: daemon.url().to_owned(),
+            daemon,
             key: opts.key,
             http: reqwest::Client::new(),
             ws,
@@ -116,16 +105,9 @@ impl Sandbox {
 
     /// Sends SIGTERM and waits (bounded) for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "sandboxd ignored SIGTERM");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.daemon
+            .terminate(Duration::from_secs(10))
+            .expect("sandboxd ignored SIGTERM")
     }
 
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -180,18 +162,10 @@ impl Sandbox {
 }
 
 impl Drop for Sandbox {
+    /// A clean stop first (sandboxd then stops its shells and kernels itself); the daemon's own
+    /// drop SIGKILLs whatever is left of its process group.
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.daemon.terminate(Duration::from_secs(10));
     }
 }
 
