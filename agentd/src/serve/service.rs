@@ -333,21 +333,27 @@ impl SandboxService {
             image: request.image.clone(),
             session_api_key: session_api_key.clone(),
             created_at: chrono::Utc::now().to_rfc3339(),
+            pending_configuration: Some(ConfigureRequest {
+                args,
+                env: command::environment(&request.environment, &session_api_key),
+            }),
         };
         self.store.save(&claim)?;
-        let configure = ConfigureRequest {
-            args,
-            env: command::environment(&request.environment, &session_api_key),
-        };
-        let client = SandboxClient::new(&warm.local_url, Some(warm.configure_key.clone()))?;
-        client.configure(&configure).await.map_err(|e| match e {
-            client::ClientError::Http {
-                status: 400,
-                detail,
-                ..
-            } => ServeError::BadRequest(detail),
-            other => ServeError::Client(other),
-        })?;
+        let mut claim = claim;
+        if let Some(configure) = claim.pending_configuration.take() {
+            send_configuration(&warm.local_url, &warm.configure_key, &configure)
+                .await
+                .map_err(|e| match e {
+                    client::ClientError::Http {
+                        status: 400,
+                        detail,
+                        ..
+                    } => ServeError::BadRequest(detail),
+                    other => ServeError::Client(other),
+                })?;
+        }
+        // sandboxd has its configuration: the caller's environment leaves the disk.
+        self.store.save(&claim)?;
         Ok(Entry {
             claim,
             container_id: warm.container_id,
@@ -611,7 +617,27 @@ impl SandboxService {
             let claim = claims.remove(&runtime_id);
             let usable = matches!(status.as_str(), "running" | "paused");
             match (claim, local_url, port) {
-                (Some(claim), Some(local_url), Some(port)) if usable => {
+                (Some(mut claim), Some(local_url), Some(port)) if usable => {
+                    // Killed between the claim and the configuration: send it now (a sandboxd
+                    // that has it already refuses it, which changes nothing).
+                    if let Some(configure) = claim.pending_configuration.take() {
+                        match configure_key(&inspect) {
+                            Some(key) if status == "running" => {
+                                match send_configuration(&local_url, &key, &configure).await {
+                                    Ok(()) => {
+                                        tracing::info!(%runtime_id, "sent the configuration a killed service had not")
+                                    }
+                                    Err(e) => {
+                                        tracing::debug!(%runtime_id, error = %e, "the sandbox has its configuration")
+                                    }
+                                }
+                            }
+                            _ => {
+                                tracing::warn!(%runtime_id, "cannot finish the configuration of a sandbox")
+                            }
+                        }
+                        self.store.save(&claim)?;
+                    }
                     let entry = Entry {
                         container_id: id,
                         url: format!("http://{}:{port}", self.config.public_host),
@@ -630,16 +656,7 @@ impl SandboxService {
                         .as_ref()
                         .and_then(|c| c.image.clone())
                         .unwrap_or_default();
-                    let key = inspect
-                        .config
-                        .as_ref()
-                        .and_then(|c| c.env.as_ref())
-                        .and_then(|env| {
-                            env.iter().find_map(|kv| {
-                                kv.strip_prefix("SANDBOXD_CONFIGURE_KEY=")
-                                    .map(str::to_string)
-                            })
-                        });
+                    let key = configure_key(&inspect);
                     let wanted = self.targets.get(&tag).copied().unwrap_or(0);
                     let mut pools = lock(&self.pools);
                     let pool = pools.entry(tag).or_default();
@@ -778,4 +795,29 @@ fn start_response(entry: &Entry) -> StartResponse {
 /// The port of `http://host:PORT`.
 fn port_of(url: &str) -> Option<u16> {
     url.rsplit(':').next()?.trim_end_matches('/').parse().ok()
+}
+
+/// The key a waiting sandboxd takes its configuration with (in its container's environment).
+fn configure_key(inspect: &bollard::models::ContainerInspectResponse) -> Option<String> {
+    inspect
+        .config
+        .as_ref()
+        .and_then(|c| c.env.as_ref())
+        .and_then(|env| {
+            env.iter().find_map(|kv| {
+                kv.strip_prefix("SANDBOXD_CONFIGURE_KEY=")
+                    .map(str::to_string)
+            })
+        })
+}
+
+/// Sends a waiting sandboxd its configuration.
+async fn send_configuration(
+    local_url: &str,
+    configure_key: &str,
+    configure: &ConfigureRequest,
+) -> Result<(), client::ClientError> {
+    SandboxClient::new(local_url, Some(configure_key.to_string()))?
+        .configure(configure)
+        .await
 }

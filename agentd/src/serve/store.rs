@@ -3,7 +3,9 @@
 //!
 //! Container labels cannot hold this: a warm sandbox is created before anyone claims it, and
 //! Docker cannot change a container's labels afterwards. The labels name the service and the
-//! runtime id; these files add the session, its owner and its session API key.
+//! runtime id; these files add the session, its owner and its session API key, and, only until
+//! sandboxd has taken it, the configuration it is to start with (the caller's environment may
+//! hold secrets, so it does not stay on disk longer than that).
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +26,10 @@ pub struct Claim {
     pub session_api_key: String,
     /// RFC 3339 start time.
     pub created_at: String,
+    /// The configuration sent to the waiting sandboxd, kept until it took it: a service killed
+    /// in between sends it again when it restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_configuration: Option<protocol::api::ConfigureRequest>,
 }
 
 /// Errors of the state directory. Retrying helps only once the disk problem is fixed.
@@ -140,6 +146,7 @@ mod tests {
             image: "i".into(),
             session_api_key: "k".into(),
             created_at: "t".into(),
+            pending_configuration: None,
         };
         store.save(&claim).unwrap();
         assert_eq!(store.load_all().unwrap(), vec![claim]);

@@ -59,3 +59,76 @@ async fn a_killed_service_restarts_and_finds_its_sandboxes() {
     api.stop(&started.runtime_id).await.unwrap();
     b.stop(&paused.runtime_id).await.unwrap();
 }
+
+/// Regression: a service killed after it claimed a warm sandbox but before it sent sandboxd its
+/// configuration left that sandbox `pending` for ever. The claim keeps the configuration until
+/// sandboxd took it, and a restarted service sends it.
+#[tokio::test]
+async fn a_configuration_interrupted_by_a_kill_is_finished_after_the_restart() {
+    let mut service = Service::start(Options {
+        pool_size: 1,
+        ..Options::default()
+    });
+    // The owner fingerprint of KEY_A, from a real claim; and a warm sandbox to claim by hand.
+    let (started, _) = service.ready_sandbox(KEY_A, "first").await;
+    let state = service.state.path().to_path_buf();
+    let claim_of = |runtime_id: &str| -> serde_json::Value {
+        let path = state.join(format!("{runtime_id}.json"));
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let first = claim_of(&started.runtime_id);
+    assert!(
+        first.get("pending_configuration").is_none(),
+        "a configured sandbox's claim keeps no configuration: {first}"
+    );
+    eventually(120, "a warm sandbox", || async {
+        service.containers().len() == 2
+    })
+    .await;
+    let warm = service
+        .containers()
+        .into_iter()
+        .map(|id| {
+            inspect(&id, "{{.Name}}")
+                .trim_start_matches('/')
+                .to_string()
+        })
+        .find(|name| *name != started.runtime_id)
+        .unwrap();
+
+    // Killed right after writing the claim, before configuring sandboxd.
+    service.kill();
+    let key = "interrupted-session-key";
+    let configure = protocol::api::ConfigureRequest {
+        args: agentd::serve::command::sandboxd_args(&start_request("interrupted").command).unwrap(),
+        env: agentd::serve::command::environment(&Default::default(), key),
+    };
+    let claim = serde_json::json!({
+        "runtime_id": warm,
+        "session_id": "interrupted",
+        "owner": first["owner"],
+        "image": "any",
+        "session_api_key": key,
+        "created_at": "2026-01-01T00:00:00Z",
+        "pending_configuration": configure,
+    });
+    std::fs::write(
+        state.join(format!("{warm}.json")),
+        serde_json::to_vec(&claim).unwrap(),
+    )
+    .unwrap();
+    service.spawn();
+
+    let api = service.api(KEY_A);
+    let found = api.session("interrupted").await.unwrap();
+    assert_eq!(found.runtime_id, warm);
+    let ready = api
+        .wait_until_ready(&warm, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(ready, Ok(()), "the interrupted sandbox never became ready");
+    let sandbox = client::SandboxClient::new(&found.url, Some(key.to_string())).unwrap();
+    let obs = sandbox.run("echo configured", None).await.unwrap();
+    assert_eq!(obs.content.trim(), "configured");
+    assert!(claim_of(&warm).get("pending_configuration").is_none());
+}
