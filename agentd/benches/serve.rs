@@ -84,22 +84,7 @@ impl Drop for Service {
 fn request(session: String) -> StartRequest {
     StartRequest {
         image: "ghcr.io/all-hands-ai/runtime:0.62-nikolaik".to_string(),
-        command: [
-            "python",
-            "-u",
-            "-m",
-            "openhands.runtime.action_execution_server",
-            "60000",
-            "--working-dir",
-            "/workspace",
-            "--username",
-            "openhands",
-            "--user-id",
-            "1000",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+        command: testkit::reference_start_command(&[]),
         working_dir: None,
         environment: Default::default(),
         session_id: session,

@@ -30,6 +30,39 @@ pub mod daemon;
 
 pub use daemon::Daemon;
 
+/// The start command line OpenHands' `RemoteRuntime` sends in a runtime API `/start` (SPEC
+/// §1.1, §9): the interpreter prefix, the server module, port 60000, `/workspace`, the
+/// `plugins` (if any), user `openhands` (1000), no browser.
+pub fn reference_start_command(plugins: &[&str]) -> Vec<String> {
+    let mut command: Vec<&str> = vec![
+        "/openhands/micromamba/bin/micromamba",
+        "run",
+        "-n",
+        "openhands",
+        "poetry",
+        "run",
+        "python",
+        "-u",
+        "-m",
+        "openhands.runtime.action_execution_server",
+        "60000",
+        "--working-dir",
+        "/workspace",
+    ];
+    if !plugins.is_empty() {
+        command.push("--plugins");
+        command.extend(plugins);
+    }
+    command.extend([
+        "--username",
+        "openhands",
+        "--user-id",
+        "1000",
+        "--no-enable-browser",
+    ]);
+    command.into_iter().map(str::to_owned).collect()
+}
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -114,29 +114,7 @@ mod tests {
 
     #[test]
     fn the_reference_command_maps_onto_sandboxd() {
-        let command = strings(&[
-            "/openhands/micromamba/bin/micromamba",
-            "run",
-            "-n",
-            "openhands",
-            "poetry",
-            "run",
-            "python",
-            "-u",
-            "-m",
-            "openhands.runtime.action_execution_server",
-            "60000",
-            "--working-dir",
-            "/workspace",
-            "--plugins",
-            "agent_skills",
-            "jupyter",
-            "--username",
-            "openhands",
-            "--user-id",
-            "1000",
-            "--no-enable-browser",
-        ]);
+        let command = testkit::reference_start_command(&["agent_skills", "jupyter"]);
         let args = sandboxd_args(&command).unwrap();
         assert_eq!(
             args,

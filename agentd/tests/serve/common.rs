@@ -163,29 +163,7 @@ impl Drop for Service {
 pub fn start_request(session: &str) -> StartRequest {
     StartRequest {
         image: "ghcr.io/all-hands-ai/runtime:0.62-nikolaik".to_string(),
-        command: [
-            "/openhands/micromamba/bin/micromamba",
-            "run",
-            "-n",
-            "openhands",
-            "poetry",
-            "run",
-            "python",
-            "-u",
-            "-m",
-            "openhands.runtime.action_execution_server",
-            "60000",
-            "--working-dir",
-            "/workspace",
-            "--username",
-            "openhands",
-            "--user-id",
-            "1000",
-            "--no-enable-browser",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+        command: testkit::reference_start_command(&[]),
         working_dir: Some("/openhands/code/".to_string()),
         environment: Default::default(),
         session_id: session.to_string(),
