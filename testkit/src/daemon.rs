@@ -17,9 +17,9 @@ pub struct Daemon {
     /// The exit status, once reaped: after that its pid may belong to another process, so
     /// nothing is signalled any more.
     exited: Option<ExitStatus>,
-    /// Its standard output after the first line, kept open (and unread) so that a later line
-    /// does not fail with a broken pipe.
-    _stdout: Option<BufReader<ChildStdout>>,
+    /// Its standard output after the first line, kept open so that a later line does not fail
+    /// with a broken pipe (and read by [`Daemon::next_line`]).
+    stdout: Option<BufReader<ChildStdout>>,
 }
 
 impl Daemon {
@@ -46,7 +46,7 @@ impl Daemon {
             child,
             url: url.clone().unwrap_or_default(),
             exited: None,
-            _stdout: stdout,
+            stdout,
         };
         match url {
             Some(_) => Ok(daemon),
@@ -60,6 +60,16 @@ impl Daemon {
     /// The address it printed.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The next line it prints on standard output (waiting for it), without the line end;
+    /// `None` at the end of its output.
+    pub fn next_line(&mut self) -> Option<String> {
+        let mut line = String::new();
+        match self.stdout.as_mut()?.read_line(&mut line) {
+            Ok(n) if n > 0 => Some(line.trim_end_matches(['\r', '\n']).to_string()),
+            _ => None,
+        }
     }
 
     /// Its pid (and process group id).

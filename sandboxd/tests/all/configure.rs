@@ -1,10 +1,10 @@
 //! The pre-started mode (`--await-configuration`) a runtime API service's warm pool uses: one
 //! authenticated `POST /configure`, then sandboxd re-executes itself with that configuration.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+use testkit::Daemon;
 
 const CONFIGURE_KEY: &str = "configure-sekret";
 
@@ -13,48 +13,23 @@ fn sandboxd() -> Command {
     cmd.env_remove("SESSION_API_KEY")
         .env_remove("SANDBOXD_CONFIGURE_KEY")
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     cmd
-}
-
-/// A child that is SIGKILLed (with its group) on drop.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let group = nix::unistd::Pid::from_raw(-(self.0.id() as i32));
-        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
 }
 
 #[tokio::test]
 async fn a_configuration_restarts_sandboxd_with_its_arguments_environment_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
-    let mut child = sandboxd()
-        .args(["--await-configuration", "0"])
-        .env("SANDBOXD_CONFIGURE_KEY", CONFIGURE_KEY)
-        .env("INHERITED", "from-the-container")
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _guard = Killed(child);
-    let (lines_tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            if lines_tx.send(line.unwrap_or_default()).is_err() {
-                break;
-            }
-        }
-    });
-    let first = lines.recv().await.unwrap();
-    let url = first
-        .strip_prefix("sandboxd awaiting configuration on ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_string();
+    let mut daemon = Daemon::spawn(
+        sandboxd()
+            .args(["--await-configuration", "0"])
+            .env("SANDBOXD_CONFIGURE_KEY", CONFIGURE_KEY)
+            .env("INHERITED", "from-the-container"),
+        "sandboxd awaiting configuration on ",
+    )
+    .unwrap_or_else(|e| panic!("unexpected first line: {e}"));
+    let url = daemon.url().to_string();
     let port = url.rsplit(':').next().unwrap().to_string();
     let http = reqwest::Client::new();
 
@@ -92,7 +67,16 @@ async fn a_configuration_restarts_sandboxd_with_its_arguments_environment_and_ke
     .await
     .unwrap();
     assert_eq!(ok.status(), 200);
-    let second = lines.recv().await.unwrap();
+    // Read on a blocking thread: the runtime must go on running, so that the client notices
+    // that the connection of `/configure` closed when sandboxd re-executed itself.
+    // Kept (as `_daemon`) until the end: dropping it kills sandboxd.
+    let (_daemon, second) = tokio::task::spawn_blocking(move || {
+        let line = daemon.next_line();
+        (daemon, line)
+    })
+    .await
+    .unwrap();
+    let second = second.unwrap();
     assert_eq!(second, format!("sandboxd listening on {url}"));
 
     let run = |key: &'static str, command: &str| {
