@@ -16,6 +16,8 @@
 //! pids = 512
 //! network = "none"
 //! read_only = true
+//! uid = "4321:4321"          # the sandbox user; default: the workspace's owner
+//! allow_root = false         # refuse sandboxes as root (a root-owned workspace)
 //!
 //! [remote]
 //! url = "http://sandbox-host:8000"      # a sandboxd, directly
@@ -39,6 +41,7 @@
 //! pids = 1024
 //! state_dir = "/var/lib/agentd/serve"
 //! registry_prefix = "agentd.local"
+//! allow_root = false                    # a start as root is refused (403)
 //!
 //! [llm]                       # the CodeAct agent's model; keys in crate::llm::config
 //! model = "gpt-4o"
@@ -149,6 +152,10 @@ pub struct DockerSection {
     pub network: Option<Network>,
     /// Read-only root file system.
     pub read_only: Option<bool>,
+    /// The sandbox user, `UID` or `UID:GID` (default: the workspace's owner).
+    pub uid: Option<String>,
+    /// Allow sandboxes that run as root (default false: refused).
+    pub allow_root: Option<bool>,
 }
 
 /// `[remote]`.
@@ -202,6 +209,8 @@ pub struct ServeSection {
     pub state_dir: Option<PathBuf>,
     /// Answer of `GET /registry_prefix`.
     pub registry_prefix: Option<String>,
+    /// Allow sandboxes as root (`--username root`, `--user-id 0`); default false: 403.
+    pub allow_root: Option<bool>,
 }
 
 impl FileConfig {

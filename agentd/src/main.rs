@@ -11,7 +11,7 @@ use std::time::Duration;
 use agentd::runtime::docker::image::{self, SandboxImage};
 use agentd::runtime::docker::labels::Owner;
 use agentd::runtime::docker::{
-    DockerRuntime, GcPolicy, Limits, Network, Sandbox, SandboxConfig, config,
+    DockerRuntime, GcPolicy, Limits, Network, Sandbox, SandboxConfig, SandboxUser, config,
 };
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
@@ -96,9 +96,16 @@ struct UpArgs {
     image: String,
     #[command(flatten)]
     sandboxd: SandboxdArg,
-    /// Host directory to mount read-write at /workspace (writable by uid 1000).
+    /// Host directory to mount read-write at /workspace; the sandbox user takes its owner's
+    /// uid and gid.
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// The sandbox user's UID or UID:GID (default: the workspace's owner, else 1000).
+    #[arg(long, env = "AGENTD_SANDBOX_UID", value_name = "UID[:GID]")]
+    sandbox_uid: Option<SandboxUser>,
+    /// Allow a sandbox that runs as root (a workspace owned by root, or --sandbox-uid 0).
+    #[arg(long, env = "AGENTD_ALLOW_ROOT")]
+    allow_root: bool,
     /// Network access: `bridge` (outbound allowed) or `none`.
     #[arg(long, default_value = "bridge", value_parser = parse_network)]
     network: Network,
@@ -302,6 +309,8 @@ async fn up(docker: &DockerRuntime, args: UpArgs) -> anyhow::Result<u8> {
     let config = SandboxConfig {
         image,
         workspace: args.workspace.map(|w| std::path::absolute(&w).unwrap_or(w)),
+        user: args.sandbox_uid,
+        allow_root: args.allow_root,
         env: args.env.into_iter().collect(),
         plugins: if args.no_jupyter {
             Vec::new()

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protocol::action::{ActionKind, MessageArgs};
-use protocol::{Action, AgentState, Event, EventSource};
+use protocol::{Action, AgentState, Event, EventSource, ObservationKind};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::agent::Agent;
@@ -79,6 +79,62 @@ impl Outcome {
     /// Whether the agent finished its task.
     pub fn finished(&self) -> bool {
         self.state.agent_state == AgentState::Finished
+    }
+
+    /// How the agent's actions in the sandbox went.
+    pub fn tally(&self) -> ActionTally {
+        ActionTally::of(self.stream.all().iter().map(|e| &**e))
+    }
+}
+
+/// How many of a run's sandbox actions failed, and how many of those for lack of permission:
+/// a run whose every action failed did not do its task, however it ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ActionTally {
+    /// Observations of the agent's runnable actions.
+    pub answered: usize,
+    /// Of those: `error` observations, `read`/`edit` errors, commands that exited non-zero.
+    pub failed: usize,
+    /// Of the failures: those that say permission was denied.
+    pub denied: usize,
+}
+
+impl ActionTally {
+    /// Counts the observations of `events` that answer an action.
+    pub fn of<'a>(events: impl IntoIterator<Item = &'a Event>) -> ActionTally {
+        let mut tally = ActionTally::default();
+        for event in events {
+            let Event::Observation(observation) = event else {
+                continue;
+            };
+            if observation.cause.is_none() {
+                continue;
+            }
+            let failed = match &observation.kind {
+                ObservationKind::Error(_) => true,
+                ObservationKind::Read(_) | ObservationKind::Edit(_) => {
+                    observation.content.starts_with("ERROR:")
+                }
+                ObservationKind::Run(extras) => extras.metadata.exit_code != 0,
+                ObservationKind::RunIpython(_) | ObservationKind::Write(_) => false,
+                _ => continue,
+            };
+            tally.answered += 1;
+            if failed {
+                tally.failed += 1;
+                if observation.content.contains("Permission denied")
+                    || observation.content.contains("Operation not permitted")
+                {
+                    tally.denied += 1;
+                }
+            }
+        }
+        tally
+    }
+
+    /// Whether there were actions and all of them failed.
+    pub fn all_failed(&self) -> bool {
+        self.answered > 0 && self.failed == self.answered
     }
 }
 

@@ -9,6 +9,7 @@ use agentd::agent::{Agent, ReplayAgent};
 use agentd::config::{self, FileConfig};
 use agentd::controller::DEFAULT_MAX_ITERATIONS;
 use agentd::llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
+use agentd::runtime::docker::{SandboxUser, user};
 use agentd::runtime::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
 use agentd::session::{self, RunSpec};
 use agentd::{display, trajectory};
@@ -90,6 +91,14 @@ pub struct RunArgs {
     /// Docker runtime: the sandbox or base image.
     #[arg(long, env = "AGENTD_IMAGE")]
     image: Option<String>,
+    /// Docker runtime: the sandbox user's UID or UID:GID (default: the workspace's owner, so
+    /// that what the agent writes belongs to the project's owner; without a workspace 1000).
+    #[arg(long, env = "AGENTD_SANDBOX_UID", value_name = "UID[:GID]")]
+    sandbox_uid: Option<SandboxUser>,
+    /// Docker runtime: allow a sandbox that runs as root (a workspace owned by root, or
+    /// --sandbox-uid 0); refused otherwise.
+    #[arg(long, env = "AGENTD_ALLOW_ROOT")]
+    allow_root: bool,
     /// Remote runtime: sandboxd's URL.
     #[arg(long, env = "SANDBOX_URL")]
     remote_url: Option<String>,
@@ -196,6 +205,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
     if let Some(read_only) = file.docker.read_only {
         docker.read_only_root = read_only;
     }
+    docker.user = match (args.sandbox_uid, &file.docker.uid) {
+        (Some(user), _) => Some(user),
+        (None, Some(text)) => Some(text.parse().map_err(anyhow::Error::msg)?),
+        (None, None) => None,
+    };
+    docker.allow_root = args.allow_root || file.docker.allow_root.unwrap_or(false);
+    if runtime.kind == RuntimeKind::Docker {
+        // Refused before the session exists: a sandbox that could not write its workspace, or
+        // one as root against the policy, would fail every action of the run.
+        let workspace = match &runtime.workspace {
+            Some(dir) => Some(std::path::absolute(dir)?),
+            None => None,
+        };
+        let docker = &runtime.docker;
+        if let Err(e) = user::choose(workspace.as_deref(), docker.user, docker.allow_root) {
+            return usage(&e.to_string());
+        }
+    }
 
     let sessions_dir = args
         .sessions_dir
@@ -252,6 +279,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
             .unwrap_or_default(),
         outcome.dir.display()
     );
+    let tally = outcome.tally();
+    if tally.failed > 0 {
+        let denied = match tally.denied {
+            0 => String::new(),
+            n if n == tally.failed => ", all for lack of permission".to_string(),
+            n => format!(", {n} for lack of permission"),
+        };
+        eprintln!(
+            "agentd: warning: {} of {} actions failed{denied}",
+            tally.failed, tally.answered
+        );
+    }
+    let all_failed = tally.all_failed();
+    if all_failed && outcome.finished() {
+        eprintln!(
+            "agentd: the agent says it finished, but every action it ran failed: the run is not counted as finished"
+        );
+    }
     if let Some(path) = &args.save_trajectory {
         trajectory::save(path, &outcome.stream.all())?;
         eprintln!("agentd: trajectory saved to {}", path.display());
@@ -275,7 +320,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
             return Ok(REPLAY_DIFFERS);
         }
     }
-    Ok(if outcome.finished() { 0 } else { 1 })
+    Ok(if outcome.finished() && !all_failed {
+        0
+    } else {
+        1
+    })
 }
 
 /// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of

@@ -65,6 +65,10 @@ pub struct ServeArgs {
     /// The sandboxd binary put into base images.
     #[arg(long = "sandboxd", env = "AGENTD_SANDBOXD_BIN", value_name = "PATH")]
     sandboxd: Option<PathBuf>,
+    /// Allow sandboxes as root (a start command with `--username root` or `--user-id 0`);
+    /// refused with 403 otherwise.
+    #[arg(long, env = "AGENTD_ALLOW_ROOT")]
+    allow_root: bool,
     /// Print the listening line as JSON (`{"listening": "http://ADDR"}`).
     #[arg(long)]
     json: bool,
@@ -132,6 +136,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     if let Some(read_only) = file.docker.read_only {
         config.sandbox.read_only_root = read_only;
     }
+    config.sandbox.allow_root = args.allow_root || section.allow_root.unwrap_or(false);
     if config.api_keys.is_empty() {
         eprintln!(
             "agentd serve: no API key: pass --api-key, set AGENTD_API_KEYS or [serve] api_keys"

@@ -9,7 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::runtime::docker::config::{SANDBOXD_PORT, WORKSPACE};
+use crate::runtime::docker::SandboxUser;
+use crate::runtime::docker::config::{SANDBOX_USER, SANDBOXD_PORT, WORKSPACE};
 
 /// Flags that take one value.
 const ONE_VALUE: &[&str] = &["--working-dir", "--username", "--user-id"];
@@ -89,6 +90,43 @@ pub fn sandboxd_args(command: &[String]) -> Result<Vec<String>, String> {
     Ok(args)
 }
 
+/// The user sandboxd's arguments (from [`sandboxd_args`]) ask for: `--username root` or
+/// `--user-id 0` is root, `--user-id N` the sandbox user as uid and gid N, neither the image's
+/// sandbox user (1000). `Err` for a name the images do not have: the service never runs a
+/// sandbox as someone other than the one asked for.
+pub fn requested_user(args: &[String]) -> Result<SandboxUser, String> {
+    let value = |flag: &str| {
+        args.windows(2)
+            .rev()
+            .find(|w| w[0] == flag)
+            .map(|w| w[1].as_str())
+    };
+    let uid = match value("--user-id") {
+        Some(text) => Some(
+            text.parse::<u32>()
+                .map_err(|_| format!("--user-id {text:?} is not a user id"))?,
+        ),
+        None => None,
+    };
+    match (value("--username"), uid) {
+        (Some("root"), None | Some(0)) | (None, Some(0)) => Ok(SandboxUser::ROOT),
+        (Some("root"), Some(uid)) => Err(format!(
+            "--username root with --user-id {uid}: root is uid 0"
+        )),
+        (Some(name), Some(0)) if name == SANDBOX_USER => Err(format!(
+            "--username {SANDBOX_USER} with --user-id 0: uid 0 is root (ask for --username root)"
+        )),
+        (None, None) => Ok(SandboxUser::default()),
+        (Some(name), uid) if name == SANDBOX_USER => Ok(uid
+            .map(|uid| SandboxUser { uid, gid: uid })
+            .unwrap_or_default()),
+        (None, Some(uid)) => Ok(SandboxUser { uid, gid: uid }),
+        (Some(name), _) => Err(format!(
+            "--username {name:?}: this service's sandboxes run as {SANDBOX_USER} (with any --user-id) or root"
+        )),
+    }
+}
+
 /// sandboxd's environment: the caller's, without sandboxd's own settings (`SANDBOXD_*`) and
 /// with the session key the service made.
 pub fn environment(
@@ -107,6 +145,31 @@ pub fn environment(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_requested_user_is_honoured_or_refused() {
+        let user = |args: &[&str]| requested_user(&strings(args));
+        assert_eq!(user(&[]), Ok(SandboxUser::default()));
+        assert_eq!(
+            user(&["--username", "openhands", "--user-id", "1000"]),
+            Ok(SandboxUser::default())
+        );
+        assert_eq!(
+            user(&["--username", "root", "--user-id", "0"]),
+            Ok(SandboxUser::ROOT)
+        );
+        assert_eq!(user(&["--user-id", "0"]), Ok(SandboxUser::ROOT));
+        assert_eq!(
+            user(&["--username", "openhands", "--user-id", "4321"]),
+            Ok(SandboxUser {
+                uid: 4321,
+                gid: 4321
+            })
+        );
+        assert!(user(&["--username", "alice", "--user-id", "1000"]).is_err());
+        assert!(user(&["--username", "root", "--user-id", "1000"]).is_err());
+        assert!(user(&["--user-id", "x"]).is_err());
+    }
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|s| s.to_string()).collect()

@@ -110,6 +110,10 @@ pub enum ServeError {
     /// No such session or runtime for this key (HTTP 404). Retrying cannot help.
     #[error("{0}")]
     NotFound(String),
+    /// The service's policy forbids this request (HTTP 403); the message names the setting.
+    /// Retrying cannot help.
+    #[error("{0}")]
+    Forbidden(String),
     /// The session is in a state that forbids this (HTTP 409). Retrying after the state changed
     /// can help.
     #[error("{0}")]

@@ -71,6 +71,7 @@ impl IntoResponse for ServeError {
             ServeError::Unprocessable(text) => detail(StatusCode::UNPROCESSABLE_ENTITY, text),
             ServeError::NotFound(text) => detail(StatusCode::NOT_FOUND, text),
             ServeError::Conflict(text) => detail(StatusCode::CONFLICT, text),
+            ServeError::Forbidden(text) => detail(StatusCode::FORBIDDEN, text),
             other => {
                 // Details (engine messages, paths) go to the log, not to callers.
                 tracing::error!(error = %other, "request failed");

@@ -23,7 +23,9 @@ use super::auth::{ApiKeys, Owner};
 use super::store::{Claim, Store};
 use super::{ServeConfig, ServeError, command};
 use crate::runtime::docker::image::{self, default_sandboxd_binary};
-use crate::runtime::docker::{DockerError, DockerRuntime, SandboxConfig, label, labels, url_of};
+use crate::runtime::docker::{
+    DockerError, DockerRuntime, SandboxConfig, SandboxUser, UserError, label, labels, url_of,
+};
 
 /// Largest `resource_factor` accepted.
 const MAX_RESOURCE_FACTOR: f64 = 16.0;
@@ -188,8 +190,8 @@ impl SandboxService {
         Ok(tag)
     }
 
-    /// Creates one pre-started sandbox of `tag` with the base limits.
-    async fn create_warm(&self, tag: &str) -> Result<Warm, ServeError> {
+    /// Creates one pre-started sandbox of `tag` with the base limits, running as `user`.
+    async fn create_warm(&self, tag: &str, user: SandboxUser) -> Result<Warm, ServeError> {
         let runtime_id = format!(
             "rt-{}",
             crate::runtime::random_hex(8).map_err(|e| ServeError::Internal(e.to_string()))?
@@ -200,6 +202,7 @@ impl SandboxService {
             limits: self.config.limits.clone(),
             publish_address: self.config.publish_address.clone(),
             await_configuration: true,
+            user: Some(user),
             name: Some(runtime_id.clone()),
             labels: BTreeMap::from([
                 (labels::SERVE_NAME.to_string(), self.config.name.clone()),
@@ -231,6 +234,10 @@ impl SandboxService {
         request: StartRequest,
     ) -> Result<StartResponse, ServeError> {
         let args = command::sandboxd_args(&request.command).map_err(ServeError::BadRequest)?;
+        let user = command::requested_user(&args).map_err(ServeError::BadRequest)?;
+        if user.is_root() && !self.config.sandbox.allow_root {
+            return Err(ServeError::Forbidden(UserError::RootRequested.to_string()));
+        }
         let factor = request.resource_factor;
         if !(factor.is_finite() && factor > 0.0 && factor <= MAX_RESOURCE_FACTOR) {
             return Err(ServeError::BadRequest(format!(
@@ -283,11 +290,15 @@ impl SandboxService {
         };
         let local = self.local_image_for(&request.image).await?;
         let tag = self.sandbox_image(&local).await?;
-        let warm = match self.take_warm(&tag) {
+        // Warm sandboxes run as the image's sandbox user; another user gets a new container.
+        let pooled = (user == SandboxUser::default())
+            .then(|| self.take_warm(&tag))
+            .flatten();
+        let warm = match pooled {
             Some(warm) => warm,
             None => {
-                tracing::info!(%tag, "no warm sandbox: creating one");
-                self.create_warm(&tag).await?
+                tracing::info!(%tag, %user, "no warm sandbox: creating one");
+                self.create_warm(&tag, user).await?
             }
         };
         self.refill.notify_one();
@@ -702,7 +713,7 @@ impl SandboxService {
                     if have >= target || *stop.borrow() {
                         break;
                     }
-                    match self.create_warm(tag).await {
+                    match self.create_warm(tag, SandboxUser::default()).await {
                         Ok(warm) => lock(&self.pools)
                             .entry(tag.clone())
                             .or_default()

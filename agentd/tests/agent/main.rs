@@ -131,6 +131,8 @@ fn prompted_call(thought: &str, name: &str, params: &[(&str, &str)]) -> Reply {
 /// No trailing newline: prompted mode strips parameter values, as the reference does.
 const PROGRAM: &str = "print('hello from the agent')";
 
+mod workspace;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_same_events() {
     let dir = tempfile::tempdir().unwrap();

@@ -109,3 +109,45 @@ async fn sudo_can_be_granted() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("root"), "{out}");
 }
+
+#[tokio::test]
+async fn uploads_and_a_read_only_root_follow_the_workspace_owner() {
+    use std::os::unix::fs::MetadataExt;
+
+    let workspace = tempfile::tempdir().unwrap();
+    chown(workspace.path(), Some(4321), Some(4321)).unwrap();
+    std::fs::write(workspace.path().join("theirs.txt"), "the owner's\n").unwrap();
+    chown(workspace.path().join("theirs.txt"), Some(4321), Some(4321)).unwrap();
+    let sandbox = Running::up(
+        &config(|c| {
+            c.workspace = Some(workspace.path().to_path_buf());
+            c.read_only_root = true;
+        })
+        .await,
+    )
+    .await;
+
+    // The shell is the owner: it changes the owner's file and its home is its own.
+    let (code, out) = sandbox
+        .sh("id -u; id -g; echo more >> theirs.txt && touch ~/.x && mkdir -p from/bash && echo ok")
+        .await;
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.trim(), "4321\n4321\nok");
+
+    sandbox
+        .client
+        .upload_bytes("up.txt", b"uploaded\n".to_vec(), "/workspace/sub", false)
+        .await
+        .unwrap();
+    for made in ["sub/up.txt", "sub", "from/bash", "theirs.txt"] {
+        let meta = std::fs::metadata(workspace.path().join(made)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (4321, 4321), "owner of {made}");
+    }
+    // Downloads read what the owner has.
+    let zip = sandbox
+        .client
+        .download_files("/workspace/sub")
+        .await
+        .unwrap();
+    assert!(zip.starts_with(b"PK"), "a zip archive");
+}

@@ -266,3 +266,73 @@ async fn idle_sandboxes_are_stopped() {
     })
     .await;
 }
+
+/// A start request whose command asks for `username` and `user_id`.
+fn start_as(
+    session: &str,
+    username: &str,
+    user_id: &str,
+) -> client::protocol::runtime_api::StartRequest {
+    let mut request = start_request(session);
+    let command = &mut request.command;
+    let at = |flag: &str, command: &[String]| command.iter().position(|a| a == flag).unwrap() + 1;
+    let name = at("--username", command);
+    command[name] = username.to_string();
+    let id = at("--user-id", command);
+    command[id] = user_id.to_string();
+    request
+}
+
+#[tokio::test]
+async fn the_callers_user_is_honoured_and_root_needs_the_policy() {
+    let service = Service::start(Options::default());
+    let api = service.api(KEY_A);
+    // Root under the default policy: refused, naming the setting; nothing is created.
+    let refused = api.start(&start_as("root", "root", "0")).await.unwrap_err();
+    assert_eq!(refused.status(), Some(403), "{refused}");
+    assert!(refused.to_string().contains("allow_root"), "{refused}");
+    assert!(service.containers().is_empty());
+    // A name the images do not have: refused, never replaced by another user.
+    let refused = api
+        .start(&start_as("alice", "alice", "1000"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), Some(400), "{refused}");
+
+    // Another uid: the sandbox user takes it.
+    let started = api
+        .start(&start_as("uid", "openhands", "4321"))
+        .await
+        .unwrap();
+    api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    let sandbox = SandboxClient::new(&started.url, started.session_api_key.clone()).unwrap();
+    let obs = sandbox
+        .run("id -u; id -g; cd ~ && pwd", None)
+        .await
+        .unwrap();
+    assert_eq!(obs.content.trim(), "4321\n4321\n/home/openhands");
+
+    // Where the policy allows root, root it is.
+    let rooted = Service::start(Options {
+        extra: vec!["--allow-root".to_string()],
+        ..Options::default()
+    });
+    let api = rooted.api(KEY_A);
+    let started = api.start(&start_as("root", "root", "0")).await.unwrap();
+    api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    let sandbox = SandboxClient::new(&started.url, started.session_api_key.clone()).unwrap();
+    let obs = sandbox
+        .run(
+            "id -u; cd ~ && pwd; touch /workspace/f && stat -c %U /workspace/f",
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(obs.content.trim(), "0\n/root\nroot");
+}

@@ -303,7 +303,10 @@ impl Editor {
             insert_line,
         };
         match self.execute(&request, ctx) {
-            Err(ToolError(message)) => respond(format!("ERROR:\n{message}"), String::new()),
+            Err(ToolError(message)) => {
+                let message = super::denied::explain(message, Path::new(&args.path));
+                respond(format!("ERROR:\n{message}"), String::new())
+            }
             Ok(outcome) if outcome.output.is_empty() => respond(String::new(), String::new()),
             Ok(outcome) => {
                 let diff = get_diff(

@@ -6,6 +6,7 @@
 //! `stat`, never opened for reading.
 
 mod binary;
+mod denied;
 mod difflib;
 mod editor;
 mod encoding;

@@ -237,7 +237,7 @@ pub(crate) fn write(args: &FileWriteArgs, ctx: &FileContext) -> Observation {
     if let Some(parent) = path.parent()
         && let Err(message) = create_parents(parent, ctx.owner)
     {
-        return observations::error(message);
+        return observations::error(super::denied::explain(message, path));
     }
     let result = match fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(format!(
@@ -252,7 +252,7 @@ pub(crate) fn write(args: &FileWriteArgs, ctx: &FileContext) -> Observation {
     };
     match result {
         Ok(()) => observations::write(&abs),
-        Err(message) => observations::error(message),
+        Err(message) => observations::error(super::denied::explain(message, path)),
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use bollard::models::{ContainerCreateBody, HostConfig, PortBinding};
 
 use super::labels;
+use super::user::SandboxUser;
 
 /// Where sandboxd lives in every sandbox image (see [`super::image`]).
 pub const SANDBOXD_PATH: &str = "/opt/sandboxd/bin/sandboxd";
@@ -15,10 +16,7 @@ pub const SANDBOXD_PATH: &str = "/opt/sandboxd/bin/sandboxd";
 pub const SANDBOXD_PORT: u16 = 8000;
 /// Where `workspace` is mounted and where the shell starts.
 pub const WORKSPACE: &str = "/workspace";
-/// The sandbox user every sandbox image has (see `images/`).
-pub const SANDBOX_USER: &str = "openhands";
-/// Its uid and gid.
-pub const SANDBOX_UID: u32 = 1000;
+pub use super::user::{SANDBOX_UID, SANDBOX_USER};
 
 /// Where the host's socket directory is mounted with [`Network::None`].
 pub const SOCKET_DIR: &str = "/run/sandboxd";
@@ -80,9 +78,17 @@ impl Limits {
 pub struct SandboxConfig {
     /// A sandbox image (with sandboxd at [`SANDBOXD_PATH`]).
     pub image: String,
-    /// Host directory bind-mounted read-write at [`WORKSPACE`]; the sandbox user (uid 1000)
-    /// must be able to write it.
+    /// Host directory bind-mounted read-write at [`WORKSPACE`]. It must exist; the sandbox
+    /// user takes its owner's uid and gid unless [`Self::user`] says otherwise.
     pub workspace: Option<PathBuf>,
+    /// The sandbox user; `None`: the workspace's owner, else uid and gid 1000 (see
+    /// [`super::user::choose`]). A uid other than 1000 gets the image with its sandbox user
+    /// renumbered ([`super::image::ensure_user_image`]).
+    pub user: Option<SandboxUser>,
+    /// Whether the sandbox may run as root (uid 0: asked for, or the workspace's owner). Root
+    /// runs with no-new-privileges and only the capabilities root needs to own files
+    /// (`ROOT_CAPS`). Off by default: such a sandbox is refused.
+    pub allow_root: bool,
     /// Extra environment of sandboxd and everything it runs.
     pub env: BTreeMap<String, String>,
     /// sandboxd plugins; `jupyter` starts the IPython kernel in the background.
@@ -124,6 +130,8 @@ impl Default for SandboxConfig {
         SandboxConfig {
             image: DEFAULT_BASE_IMAGE.to_string(),
             workspace: None,
+            user: None,
+            allow_root: false,
             env: BTreeMap::new(),
             plugins: vec!["jupyter".to_string()],
             limits: Limits::default(),
@@ -156,7 +164,17 @@ const SUDO_CAPS: &[&str] = &[
     "AUDIT_WRITE",
 ];
 
+/// Capabilities of a root sandbox: those that make root the owner of every file (Docker's
+/// defaults keep them too), and nothing that reaches beyond the container's files.
+const ROOT_CAPS: &[&str] = &["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
+
 impl SandboxConfig {
+    /// The sandbox user this configuration names (before [`super::user::choose`] has decided
+    /// it for a workspace: the default then).
+    pub(super) fn user_or_default(&self) -> SandboxUser {
+        self.user.unwrap_or_default()
+    }
+
     /// The container body for `create_container`. `key` is the session API key, `labels` ours
     /// (managed, owner...), `socket_dir` the host directory for sandboxd's socket with
     /// [`Network::None`].
@@ -167,6 +185,8 @@ impl SandboxConfig {
         socket_dir: Option<&Path>,
     ) -> ContainerCreateBody {
         let port = format!("{SANDBOXD_PORT}/tcp");
+        let user = self.user_or_default();
+        let home = user.home();
         let mut cmd = vec![
             SANDBOXD_PATH.to_string(),
             SANDBOXD_PORT.to_string(),
@@ -175,9 +195,9 @@ impl SandboxConfig {
             "--host".to_string(),
             "0.0.0.0".to_string(),
             "--username".to_string(),
-            SANDBOX_USER.to_string(),
+            user.name().to_string(),
             "--user-id".to_string(),
-            SANDBOX_UID.to_string(),
+            user.uid.to_string(),
             "--output-dir".to_string(),
             "/tmp/sandboxd-outputs".to_string(),
         ];
@@ -199,8 +219,8 @@ impl SandboxConfig {
         };
         let mut env = vec![
             format!("{key_variable}={key}"),
-            format!("HOME=/home/{SANDBOX_USER}"),
-            format!("USER={SANDBOX_USER}"),
+            format!("HOME={home}"),
+            format!("USER={}", user.name()),
             // Spares the PTY library a password-database lookup (NSS) in a static binary.
             "SHELL=/bin/bash".to_string(),
         ];
@@ -211,8 +231,8 @@ impl SandboxConfig {
         tmpfs.insert("/tmp".to_string(), tmpfs_opts.clone());
         if self.read_only_root {
             tmpfs.insert(
-                format!("/home/{SANDBOX_USER}"),
-                format!("{tmpfs_opts},uid={SANDBOX_UID},gid={SANDBOX_UID}"),
+                home.clone(),
+                format!("{tmpfs_opts},uid={},gid={}", user.uid, user.gid),
             );
         }
         let port_bindings = match socket_dir {
@@ -241,11 +261,10 @@ impl SandboxConfig {
             binds: Some(binds),
             port_bindings,
             network_mode: socket_dir.map(|_| "none".to_string()),
-            // sandboxd runs as the sandbox user and needs no capability; see SUDO_CAPS.
+            // sandboxd runs as the sandbox user and needs no capability; see SUDO_CAPS and
+            // ROOT_CAPS.
             cap_drop: Some(vec!["ALL".to_string()]),
-            cap_add: self
-                .sudo
-                .then(|| SUDO_CAPS.iter().map(|c| c.to_string()).collect()),
+            cap_add: self.added_capabilities(user),
             security_opt: Some(security_opt),
             pids_limit: self.limits.pids,
             memory: self.limits.memory_bytes,
@@ -261,7 +280,7 @@ impl SandboxConfig {
             image: Some(self.image.clone()),
             cmd: Some(cmd),
             entrypoint: Some(Vec::new()),
-            user: Some(format!("{SANDBOX_UID}:{SANDBOX_UID}")),
+            user: Some(user.to_string()),
             working_dir: Some(WORKSPACE.to_string()),
             env: Some(env),
             exposed_ports: socket_dir.is_none().then(|| vec![port]),
@@ -270,6 +289,23 @@ impl SandboxConfig {
             host_config: Some(host_config),
             ..ContainerCreateBody::default()
         }
+    }
+
+    /// The capabilities given back after dropping all: for sudo, and for a root sandbox.
+    fn added_capabilities(&self, user: SandboxUser) -> Option<Vec<String>> {
+        let mut caps: Vec<&str> = Vec::new();
+        if self.sudo {
+            caps.extend(SUDO_CAPS);
+        }
+        if user.is_root() {
+            caps.extend(
+                ROOT_CAPS
+                    .iter()
+                    .filter(|c| !caps.contains(c))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        (!caps.is_empty()).then(|| caps.iter().map(|c| c.to_string()).collect())
     }
 
     /// Our labels plus the caller's (ours win).
@@ -359,6 +395,48 @@ mod tests {
             body.cmd
                 .unwrap()
                 .contains(&"--await-configuration".to_string())
+        );
+    }
+
+    #[test]
+    fn the_sandbox_user_is_the_containers_user_and_sandboxds() {
+        let config = SandboxConfig {
+            user: Some(SandboxUser {
+                uid: 4321,
+                gid: 100,
+            }),
+            read_only_root: true,
+            ..SandboxConfig::default()
+        };
+        let body = config.container_body("k", HashMap::new(), None);
+        assert_eq!(body.user.as_deref(), Some("4321:100"));
+        let cmd = body.cmd.unwrap();
+        assert!(cmd.windows(2).any(|w| w == ["--user-id", "4321"]));
+        assert!(cmd.windows(2).any(|w| w == ["--username", "openhands"]));
+        let host = body.host_config.unwrap();
+        assert_eq!(host.cap_add, None);
+        assert!(host.tmpfs.unwrap()["/home/openhands"].ends_with(",uid=4321,gid=100"));
+    }
+
+    #[test]
+    fn root_keeps_no_new_privileges_and_gets_only_file_capabilities() {
+        let config = SandboxConfig {
+            user: Some(SandboxUser::ROOT),
+            ..SandboxConfig::default()
+        };
+        let body = config.container_body("k", HashMap::new(), None);
+        assert_eq!(body.user.as_deref(), Some("0:0"));
+        let env = body.env.unwrap();
+        assert!(env.contains(&"HOME=/root".to_string()));
+        assert!(env.contains(&"USER=root".to_string()));
+        let host = body.host_config.unwrap();
+        assert_eq!(
+            host.security_opt,
+            Some(vec!["no-new-privileges:true".to_string()])
+        );
+        assert_eq!(
+            host.cap_add,
+            Some(ROOT_CAPS.iter().map(|c| c.to_string()).collect())
         );
     }
 

@@ -14,6 +14,7 @@ use futures_util::{Stream, StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 
 use super::config::{SANDBOX_UID, SANDBOX_USER, SANDBOXD_PATH, WORKSPACE};
+use super::user::SandboxUser;
 use super::{DockerError, labels};
 
 /// The repository sandbox images are tagged in.
@@ -143,6 +144,59 @@ LABEL {version_label}="{version}" {base_label}="{base}"
 "#,
         version_label = labels::SANDBOXD_VERSION,
         base_label = labels::BASE_IMAGE,
+    )
+}
+
+/// The sandbox image `image` with its sandbox user renumbered to `user` (home and workspace
+/// handed over), built once per image and user and reused: a bind-mounted workspace then
+/// belongs to the same uid inside and outside. Needs `sed` and `chown` in the image, which
+/// every image with bash has; the password files are edited directly, since busybox images
+/// lack `usermod`.
+pub async fn ensure_user_image(
+    docker: &Docker,
+    image: &str,
+    user: SandboxUser,
+) -> Result<String, DockerError> {
+    let inspect = inspect_local(docker, image).await?;
+    let id = inspect.id.unwrap_or_default();
+    let short = id.trim_start_matches("sha256:").get(..12).unwrap_or("0");
+    let tag = format!("{REPOSITORY}:user-{short}-{}-{}", user.uid, user.gid);
+    if docker.inspect_image(&tag).await.is_ok() {
+        return Ok(tag);
+    }
+    let started = Instant::now();
+    let dockerfile = user_dockerfile(image, user);
+    let context = [ContextFile::new("Dockerfile", dockerfile.as_bytes(), 0o644)];
+    build(docker, &tag, &context, &HashMap::new(), |line| {
+        tracing::debug!(target: "agentd::build", "{line}");
+    })
+    .await?;
+    docker
+        .inspect_image(&tag)
+        .await
+        .map_err(|e| DockerError::Build(format!("{tag} was not created: {e}")))?;
+    tracing::info!(%tag, secs = started.elapsed().as_secs_f64(), "made the sandbox user {user}");
+    Ok(tag)
+}
+
+/// One step: the group takes the gid unless a group has it already (the user then joins that
+/// group), the user takes uid and gid, its home and the workspace are handed over.
+fn user_dockerfile(image: &str, user: SandboxUser) -> String {
+    let SandboxUser { uid, gid } = user;
+    format!(
+        r#"FROM {image}
+USER root
+RUN set -e; \
+    home=$(sed -n 's/^{SANDBOX_USER}:[^:]*:[^:]*:[^:]*:[^:]*:\([^:]*\):.*/\1/p' /etc/passwd); \
+    [ -n "$home" ] || {{ echo "the image has no user {SANDBOX_USER}" >&2; exit 1; }}; \
+    if ! cut -d: -f3 /etc/group | grep -qx '{gid}'; then \
+      sed -i 's/^\({SANDBOX_USER}:[^:]*\):[0-9]*:/\1:{gid}:/' /etc/group; \
+    fi; \
+    sed -i 's/^\({SANDBOX_USER}:[^:]*\):[0-9]*:[0-9]*:/\1:{uid}:{gid}:/' /etc/passwd; \
+    chown -R {uid}:{gid} "$home" {WORKSPACE}
+LABEL {user_label}="{uid}:{gid}"
+"#,
+        user_label = labels::SANDBOX_USER,
     )
 }
 
@@ -300,5 +354,24 @@ mod tests {
         assert!(text.contains(r#"dev.sandboxd.version="9.9.9""#));
         let text = dockerfile("app:1", "app", "9.9.9");
         assert!(text.starts_with("FROM app:1\nUSER root\nCOPY sandboxd "));
+    }
+
+    #[test]
+    fn the_user_layer_renumbers_the_sandbox_user() {
+        let text = user_dockerfile(
+            "sandboxd-runtime:x",
+            SandboxUser {
+                uid: 4321,
+                gid: 100,
+            },
+        );
+        assert!(text.starts_with("FROM sandboxd-runtime:x\nUSER root\nRUN "));
+        assert!(text.contains(r"\1:4321:100:/' /etc/passwd"), "{text}");
+        assert!(text.contains("grep -qx '100'"), "{text}");
+        assert!(
+            text.contains(r#"chown -R 4321:100 "$home" /workspace"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"dev.sandboxd.user="4321:100""#), "{text}");
     }
 }

@@ -21,6 +21,8 @@ pub const SERVE_NAME: &str = "dev.sandboxd.serve.name";
 pub const SERVE_RUNTIME_ID: &str = "dev.sandboxd.serve.runtime-id";
 /// On sandbox images: the sandboxd version inside.
 pub const SANDBOXD_VERSION: &str = "dev.sandboxd.version";
+/// On sandbox images whose sandbox user was renumbered: its `uid:gid`.
+pub const SANDBOX_USER: &str = "dev.sandboxd.user";
 /// On sandbox images: the base image they were built from.
 pub const BASE_IMAGE: &str = "dev.sandboxd.base";
 

@@ -10,6 +10,7 @@
 pub mod config;
 pub mod image;
 pub mod labels;
+pub mod user;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,6 +28,7 @@ use futures_util::StreamExt;
 use config::SANDBOXD_PORT;
 pub use config::{Limits, Network, SandboxConfig};
 use labels::Owner;
+pub use user::{SandboxUser, UserError};
 
 /// Errors of the Docker runtime.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,9 @@ pub enum DockerError {
     /// Building a sandbox image failed; the message ends with the build's last lines.
     #[error("building the sandbox image failed: {0}")]
     Build(String),
+    /// The sandbox user cannot be chosen (root not allowed, workspace not writable).
+    #[error(transparent)]
+    User(#[from] UserError),
     /// The configuration asks for something this runtime cannot do.
     #[error("unsupported sandbox configuration: {0}")]
     Unsupported(String),
@@ -219,6 +224,13 @@ impl DockerRuntime {
                 config.image, config.image
             )));
         }
+        let user = user::choose(config.workspace.as_deref(), config.user, config.allow_root)?;
+        let mut config = config.clone();
+        config.user = Some(user);
+        if user.needs_renumbering() {
+            config.image = image::ensure_user_image(&self.docker, &config.image, user).await?;
+        }
+        let config = &config;
         let suffix = random_hex(6)?;
         let name = config
             .name

@@ -1,0 +1,83 @@
+//! What to tell the model when a `write` or `edit` failed because the sandbox user may not write
+//! the file: the reference's error text alone (`[Errno 13] Permission denied: '/workspace/x'`)
+//! leads models to retry the same call; naming the user, the owner and the mode lets them act
+//! (write elsewhere, fix the permissions, or tell the user).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use nix::errno::Errno;
+use nix::unistd::{AccessFlags, Gid, Uid, access};
+
+/// The errnos of the messages [`super::pycompat::os_error_message`] writes for a write that was
+/// not allowed: EPERM, EACCES, EROFS.
+const DENIED: [&str; 3] = ["[Errno 1] ", "[Errno 13] ", "[Errno 30] "];
+
+/// `message` of a failed write to `path`, with a paragraph added when it failed because this
+/// process may not write the file (or the nearest existing directory above it).
+pub(super) fn explain(message: String, path: &Path) -> String {
+    if !DENIED.iter().any(|errno| message.contains(errno)) {
+        return message;
+    }
+    match hint(path) {
+        Some(hint) => message + &hint,
+        None => message,
+    }
+}
+
+/// The paragraph for [`explain`]; `None` when the place is writable after all.
+fn hint(path: &Path) -> Option<String> {
+    let target = std::iter::successors(Some(path), |p| p.parent())
+        .find(|p| std::fs::symlink_metadata(p).is_ok())?;
+    let meta = std::fs::metadata(target).ok()?;
+    let wanted = if meta.is_dir() {
+        AccessFlags::W_OK | AccessFlags::X_OK
+    } else {
+        AccessFlags::W_OK
+    };
+    let what = if meta.is_dir() { "directory" } else { "file" };
+    let uid = Uid::effective();
+    let gid = Gid::effective();
+    match access(target, wanted) {
+        Ok(()) => None,
+        Err(Errno::EROFS) => Some(format!(
+            "\n\nThe {what} {} is on a read-only file system: nothing can be written there. Write under the workspace or /tmp instead.",
+            target.display()
+        )),
+        Err(Errno::EACCES | Errno::EPERM) => Some(format!(
+            "\n\nThis is a permission problem, and retrying will not help: the sandbox user (uid {uid}, gid {gid}) may not write the {what} {}, which belongs to uid {}, gid {} with mode {:04o}. Write somewhere the sandbox user owns (the workspace, /tmp or the home directory), change the permissions if you are allowed to (e.g. with sudo), or tell the user.",
+            target.display(),
+            meta.uid(),
+            meta.gid(),
+            meta.mode() & 0o7777,
+        )),
+        Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn a_writable_place_needs_no_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(hint(&dir.path().join("new/deeper/file.txt")), None);
+    }
+
+    #[test]
+    fn a_directory_the_user_may_not_write_is_named_with_its_owner_and_mode() {
+        if Uid::effective().is_root() {
+            // Root may write anything (CAP_DAC_OVERRIDE): the hint cannot be provoked.
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+        let text = hint(&dir.path().join("calc.py")).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(text.contains("permission problem"), "{text}");
+        assert!(text.contains("mode 0555"), "{text}");
+    }
+}
