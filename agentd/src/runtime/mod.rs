@@ -290,25 +290,6 @@ pub(crate) fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Whether an action is for a sandbox to execute and answer: `run`, `run_ipython`, `read`,
-/// `write`, `edit`, `browse`, `browse_interactive`, `call_tool_mcp`. The runtime answers exactly
-/// these (when the agent sent them); the controller waits for their observation before the next
-/// step. `think` is not among them: the controller answers it.
-pub fn is_runnable(kind: &protocol::ActionKind) -> bool {
-    use protocol::ActionKind;
-    matches!(
-        kind,
-        ActionKind::Run(_)
-            | ActionKind::RunIpython(_)
-            | ActionKind::Read(_)
-            | ActionKind::Write(_)
-            | ActionKind::Edit(_)
-            | ActionKind::Browse(_)
-            | ActionKind::BrowseInteractive(_)
-            | ActionKind::Mcp(_)
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

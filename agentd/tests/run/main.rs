@@ -90,7 +90,7 @@ fn assert_consistent(events: &[Event]) {
     }
     for e in events {
         if let Event::Action(a) = e {
-            let runnable = agentd::controller::is_runnable(&a.kind);
+            let runnable = a.kind.is_runnable();
             if a.source == Some(EventSource::Agent) && runnable {
                 assert_eq!(answers.get(&a.id.unwrap()), Some(&1), "action {:?}", a.id);
             }
