@@ -13,11 +13,12 @@ use std::time::Duration;
 use protocol::Observation;
 use protocol::action::CmdRunArgs;
 use protocol::observation::CmdOutputMetadata;
+use sandbox_common::{MAX_OBSERVATION_CHARS, truncate_middle};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::framing::{Framer, PromptState, Segment};
-use super::output::{CommandOutput, truncate_middle};
+use super::output::CommandOutput;
 use super::pty::{Mode, Pty, PtyEvent, SpawnError, SpawnSpec};
 use super::split::multiple_commands_error;
 use crate::observations;
@@ -519,7 +520,7 @@ impl Actor {
         cur.observations += 1;
         let spool = Some(cur.output.spool_path().to_string_lossy().into_owned());
         if !hidden {
-            content = truncate_middle(content);
+            content = truncate_middle(content, MAX_OBSERVATION_CHARS).into_owned();
         }
         let overflow = kept.map(|n| {
             format!("[Previous command outputs are truncated. Showing the last {n} lines of the output below.]\n")
