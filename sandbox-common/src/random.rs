@@ -1,7 +1,8 @@
 //! Random tokens from the OS's random source: session keys, HMAC keys, private markers, ids.
 
-/// The OS gave no random bytes. A retry rarely helps: the random source is missing or broken
-/// (no `getrandom(2)`, no readable `/dev/urandom`). The message is the OS's error.
+/// The OS gave no random bytes. Usually its random source is missing or broken (no
+/// `getrandom(2)`, no readable `/dev/urandom`), which a retry does not fix. The message is the
+/// OS's error.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct RandomError(getrandom::Error);

@@ -24,11 +24,12 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
+use sandbox_common::random_hex;
 use tokio::sync::{oneshot, watch};
 
 use super::docker::image::default_sandboxd_binary;
 use super::sandbox::record_death;
-use super::{RuntimeConfig, RuntimeError, SandboxDeath, random_hex};
+use super::{RuntimeConfig, RuntimeError, SandboxDeath};
 
 /// The variable that marks every process of one local sandbox.
 const MARKER_VAR: &str = "AGENTD_SANDBOX";

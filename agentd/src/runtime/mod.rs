@@ -282,14 +282,6 @@ pub mod error_id {
     pub const REFUSED: &str = "AGENT_RUNTIME$REFUSED";
 }
 
-/// Random hex from the OS, `bytes` bytes of it: session keys must be unguessable, so there is
-/// no fallback.
-pub(crate) fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf)?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,13 +296,5 @@ mod tests {
             let parsed = <RuntimeKind as clap::ValueEnum>::from_str(kind.as_str(), false).unwrap();
             assert_eq!(parsed, kind);
         }
-    }
-
-    #[test]
-    fn random_hex_is_hex_of_the_asked_length() {
-        let key = random_hex(32).unwrap();
-        assert_eq!(key.len(), 64);
-        assert!(key.bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_ne!(key, random_hex(32).unwrap());
     }
 }

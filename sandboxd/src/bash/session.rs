@@ -13,7 +13,7 @@ use std::time::Duration;
 use protocol::Observation;
 use protocol::action::CmdRunArgs;
 use protocol::observation::CmdOutputMetadata;
-use sandbox_common::{MAX_OBSERVATION_CHARS, truncate_middle};
+use sandbox_common::{MAX_OBSERVATION_CHARS, random_hex, truncate_middle};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
@@ -135,15 +135,13 @@ fn failed_run(command: &str, hidden: bool, content: &str) -> Observation {
 }
 
 fn random_token() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
+    random_hex(16).unwrap_or_else(|_| {
         // No entropy source: fall back to something unpredictable enough for framing.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        bytes.copy_from_slice(&(nanos ^ u128::from(std::process::id())).to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+        format!("{:032x}", nanos ^ u128::from(std::process::id()))
+    })
 }
 
 /// A live shell process with its terminal and event stream.
