@@ -146,11 +146,10 @@ impl ActionType {
     /// exactly the runnable ones (it answers any other with an error observation), and its
     /// controller waits for a runnable action's observation before the next step.
     ///
-    /// sandboxd executes every runnable type except `call_tool_mcp`: like the reference's
-    /// action executor it has no MCP client, so it refuses that type as it refuses a
-    /// non-runnable one (HTTP 500, `'ActionExecutor' object has no attribute
-    /// 'call_tool_mcp'`), which agentd's runtime turns into an `error` observation. The
-    /// action is still runnable: it is sent, and it gets its one observation.
+    /// sandboxd executes every runnable type except `call_tool_mcp`: it has no MCP client, so
+    /// it refuses that type as it refuses a non-runnable one (HTTP 500, `'ActionExecutor'
+    /// object has no attribute 'call_tool_mcp'`), which agentd's runtime turns into an `error`
+    /// observation. The action is still runnable: it is sent, and it gets its one observation.
     ///
     /// [`ActionKind::is_runnable`] is the same predicate on a decoded action; this one exists
     /// for a server that must decide before it decodes the arguments.
