@@ -241,10 +241,8 @@ pub fn default_sessions_dir() -> PathBuf {
 
 /// A new session id: the UTC time and a random suffix (`20261122-081500-3fa9c1`).
 pub fn new_session_id() -> String {
-    let mut suffix = [0u8; 3];
-    // Uniqueness, not secrecy: the time alone would do if getrandom failed.
-    let _ = getrandom::fill(&mut suffix);
-    let hex: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+    // Uniqueness, not secrecy: the time alone would do if the OS gave no random bytes.
+    let hex = sandbox_common::random_hex(3).unwrap_or_else(|_| "000000".to_owned());
     format!("{}-{hex}", chrono::Utc::now().format("%Y%m%d-%H%M%S"))
 }
 

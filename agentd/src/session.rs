@@ -304,7 +304,7 @@ async fn execute_one(
     controller: &ControllerHandle,
 ) {
     let Event::Action(action) = event else { return };
-    if action.source != Some(EventSource::Agent) || !Runtime::is_runnable(action) {
+    if action.source != Some(EventSource::Agent) || !action.kind.is_runnable() {
         return;
     }
     let observation = runtime.execute(action).await;

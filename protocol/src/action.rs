@@ -138,6 +138,34 @@ impl ActionType {
             ActionType::LoopRecovery => "loop_recovery",
         }
     }
+
+    /// Whether actions of this type are runnable: they go to a sandbox, which answers each with
+    /// one observation. The runnable types are `run`, `run_ipython`, `read`, `write`, `edit`,
+    /// `browse`, `browse_interactive` and `call_tool_mcp`; the others (`think`, `message`,
+    /// `finish`, ...) live only in the agent host's event stream. agentd's runtime executes
+    /// exactly the runnable ones (it answers any other with an error observation), and its
+    /// controller waits for a runnable action's observation before the next step.
+    ///
+    /// sandboxd executes every runnable type except `call_tool_mcp`: it has no MCP client, so
+    /// it refuses that type as it refuses a non-runnable one (HTTP 500, `'ActionExecutor'
+    /// object has no attribute 'call_tool_mcp'`), which agentd's runtime turns into an `error`
+    /// observation. The action is still runnable: it is sent, and it gets its one observation.
+    ///
+    /// [`ActionKind::is_runnable`] is the same predicate on a decoded action; this one exists
+    /// for a server that must decide before it decodes the arguments.
+    pub const fn is_runnable(self) -> bool {
+        matches!(
+            self,
+            ActionType::Run
+                | ActionType::RunIpython
+                | ActionType::Read
+                | ActionType::Write
+                | ActionType::Edit
+                | ActionType::Browse
+                | ActionType::BrowseInteractive
+                | ActionType::Mcp
+        )
+    }
 }
 
 /// The action type with its arguments.
@@ -173,6 +201,13 @@ pub enum ActionKind {
 }
 
 impl ActionKind {
+    /// Whether this action is runnable: it goes to a sandbox, which answers it with one
+    /// observation. The set of runnable types, and the one of them sandboxd refuses
+    /// (`call_tool_mcp`), are documented on [`ActionType::is_runnable`], the single definition.
+    pub const fn is_runnable(&self) -> bool {
+        self.action_type().is_runnable()
+    }
+
     /// The wire type of this action.
     pub const fn action_type(&self) -> ActionType {
         match self {

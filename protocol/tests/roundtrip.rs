@@ -1,8 +1,8 @@
 //! The wire types decode what OpenHands' client sends and encode what it reads.
 
-use protocol::action::{ActionKind, CmdRunArgs};
+use protocol::action::{ActionKind, CmdRunArgs, ThinkArgs};
 use protocol::observation::{CmdOutputExtras, CmdOutputMetadata};
-use protocol::{Action, Observation, ObservationKind};
+use protocol::{Action, ActionType, Observation, ObservationKind};
 
 #[test]
 fn decodes_the_clients_run_action_and_ignores_unknown_keys() {
@@ -100,4 +100,28 @@ fn events_are_told_apart_by_their_type_key() {
     )
     .unwrap();
     assert_eq!(summary.type_name(), "condense");
+}
+
+#[test]
+fn runnable_actions_are_the_sandbox_ones() {
+    let runnable: Vec<&str> = ActionType::ALL
+        .into_iter()
+        .filter(|t| t.is_runnable())
+        .map(ActionType::as_str)
+        .collect();
+    assert_eq!(
+        runnable,
+        [
+            "run",
+            "run_ipython",
+            "browse",
+            "browse_interactive",
+            "read",
+            "write",
+            "edit",
+            "call_tool_mcp"
+        ]
+    );
+    assert!(ActionKind::Run(CmdRunArgs::new("ls")).is_runnable());
+    assert!(!ActionKind::Think(ThinkArgs::default()).is_runnable());
 }

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use protocol::action::{ActionKind, CmdRunArgs};
-use protocol::{Action, ActionType, Observation};
+use protocol::{Action, Observation};
 
 use crate::bash::{BashSession, SessionError, ShellConfig};
 use crate::files::{self, Editor, FileContext};
@@ -49,17 +49,6 @@ pub enum StartError {
     #[error(transparent)]
     Bash(#[from] SessionError),
 }
-
-/// Action types sandboxd executes; the others are refused before reaching the executor.
-pub const EXECUTABLE: [ActionType; 7] = [
-    ActionType::Run,
-    ActionType::RunIpython,
-    ActionType::Read,
-    ActionType::Write,
-    ActionType::Edit,
-    ActionType::Browse,
-    ActionType::BrowseInteractive,
-];
 
 /// Owner of the sandbox's execution state.
 #[derive(Debug)]
@@ -135,7 +124,8 @@ impl Executor {
     }
 
     /// Executes one action and returns its observation, with `cause` and `tool_call_metadata`
-    /// taken from the action. Only types in [`EXECUTABLE`] may be passed.
+    /// taken from the action. Only runnable types other than `call_tool_mcp` may be passed
+    /// (see [`protocol::ActionType::is_runnable`]).
     pub async fn execute(&self, action: Action) -> Observation {
         let mut obs = match action.kind {
             ActionKind::Run(args) => self.run(args, action.timeout).await,

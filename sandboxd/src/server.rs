@@ -18,7 +18,7 @@ use protocol::{Action, ActionType};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::executor::{EXECUTABLE, Executor};
+use crate::executor::Executor;
 use crate::sysinfo::{self, CpuMeter};
 use crate::transfer::{self, TransferError};
 
@@ -254,7 +254,8 @@ pub fn decode_action(value: Value) -> Result<Action, ActionError> {
     let Some(kind) = ActionType::ALL.into_iter().find(|t| t.as_str() == name) else {
         return Err(ActionError::Undefined(name));
     };
-    if !EXECUTABLE.contains(&kind) {
+    // Runnable, except `call_tool_mcp`: there is no MCP client here (see `is_runnable`).
+    if !kind.is_runnable() || kind == ActionType::Mcp {
         return Err(ActionError::NotExecutable(name));
     }
     if matches!(map.get("args"), None | Some(Value::Null)) {

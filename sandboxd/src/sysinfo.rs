@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use protocol::api::{DiskInfo, IoInfo, MemoryInfo, Resources};
+use sandbox_common::ProcStat;
 
 /// Remembers the previous CPU reading so `cpu_percent` covers the time since the last call.
 #[derive(Debug)]
@@ -50,12 +51,8 @@ pub fn resources(cpu: &CpuMeter, disk_path: &Path) -> Resources {
 }
 
 fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut fields = rest.split(' ');
-    // After ')' : state(0) ... utime(11) stime(12)
-    let utime: f64 = fields.nth(11)?.parse().ok()?;
-    let stime: f64 = fields.next()?.parse().ok()?;
+    let stat = ProcStat::read_self()?;
+    let (utime, stime) = (stat.utime as f64, stat.stime as f64);
     let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
         .flatten()

@@ -4,9 +4,10 @@
 //! The controller steps the agent whenever it is `running` and the agent's last runnable action
 //! has its observation; it adds each action to the stream (source agent) and leaves running it
 //! to the runtime, another subscriber of the stream, which answers with an observation whose
-//! `cause` is the action's id. Actions that are not runnable (see [`is_runnable`]) need no
-//! answer, except `think`, which the controller answers itself with the reference's
-//! "Your thought has been logged." so that every tool call has its result in the history.
+//! `cause` is the action's id. Actions that are not runnable (see
+//! [`ActionKind::is_runnable`]) need no answer, except `think`, which the controller answers
+//! itself with the reference's "Your thought has been logged." so that every tool call has its
+//! result in the history.
 //!
 //! Every state change is an `agent_state_changed` observation (source environment) with a
 //! reason. `finish` ends the run `finished`, `reject` `rejected`; a message that waits for an
@@ -63,8 +64,6 @@ pub const NOT_EXECUTED_ERROR_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXECUTED_E
 /// OpenHands' default iteration limit.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 500;
 
-pub use crate::runtime::is_runnable;
-
 /// The agent's last runnable action if no observation answers it yet: after a restart, the
 /// runtime must execute it (again) before the run can go on. Reads back from the newest event
 /// to the agent's newest action.
@@ -76,7 +75,7 @@ pub fn pending_action(stream: &EventStream) -> Option<Arc<Event>> {
         match &*event {
             Event::Observation(o) => answered.extend(o.cause),
             Event::Action(a) if a.source == Some(EventSource::Agent) => {
-                return (is_runnable(&a.kind) && !answered.contains(&id)).then_some(event);
+                return (a.kind.is_runnable() && !answered.contains(&id)).then_some(event);
             }
             Event::Action(_) => {}
         }
@@ -435,7 +434,7 @@ impl Controller {
             return Ok(());
         };
         match &action.kind {
-            kind if is_runnable(kind) => self.pending = Some(stored.clone()),
+            kind if kind.is_runnable() => self.pending = Some(stored.clone()),
             ActionKind::Think(_) => {
                 let mut logged = Observation::new(
                     ObservationKind::Think(EmptyExtras {}),

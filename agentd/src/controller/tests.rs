@@ -88,7 +88,7 @@ fn fake_runtime(
             let Event::Action(action) = &*event else {
                 continue;
             };
-            if action.source != Some(EventSource::Agent) || !is_runnable(&action.kind) {
+            if action.source != Some(EventSource::Agent) || !action.kind.is_runnable() {
                 continue;
             }
             if let Some(mut obs) = answer(action) {

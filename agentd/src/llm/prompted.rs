@@ -618,15 +618,13 @@ fn convert(name: &str, raw: &str, schema: Option<&Value>) -> Result<Value, Strin
 
 /// A fresh id for a parsed call (`toolu_` and 16 hex digits).
 pub(crate) fn new_call_id() -> String {
-    let mut bytes = [0u8; 8];
-    if getrandom::fill(&mut bytes).is_err() {
+    let hex = sandbox_common::random_hex(8).unwrap_or_else(|_| {
         // No entropy source: fall back on the clock, still unique enough within a run.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        bytes = (nanos as u64).to_be_bytes();
-    }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{:016x}", nanos as u64)
+    });
     format!("toolu_{hex}")
 }
 

@@ -32,16 +32,14 @@ use protocol::observation::{CmdOutputExtras, FileEditExtras, IPythonRunCellExtra
 use protocol::{
     Action, ActionKind, Event, EventSource, Observation, ObservationKind, ToolCallMetadata,
 };
+use sandbox_common::{MAX_OBSERVATION_CHARS, TRUNCATION_NOTICE, truncate_middle};
 
 use super::tokens;
 use super::view::{View, is_user_message};
 
 /// The longest observation text (in characters) put in a message by default; longer ones lose
-/// their middle.
-pub const DEFAULT_MAX_MESSAGE_CHARS: usize = 30_000;
-
-/// What replaces the middle of a truncated observation.
-pub const TRUNCATION_NOTICE: &str = "\n[... Observation truncated due to length ...]\n";
+/// their middle. The same limit as sandboxd's cut of command output.
+pub const DEFAULT_MAX_MESSAGE_CHARS: usize = MAX_OBSERVATION_CHARS;
 
 /// The line that replaces an inline image in IPython output (the image itself is sent apart,
 /// or not at all).
@@ -380,8 +378,9 @@ pub fn render_run(extras: &CmdOutputExtras, content: &str) -> String {
     text
 }
 
-/// What sandboxd puts where it cut the middle of a long output.
-const OUTPUT_CUT: &str = "[... Observation truncated due to length ...]";
+/// What sandboxd puts where it cut the middle of a long output (the notice without its line
+/// breaks).
+const OUTPUT_CUT: &str = TRUNCATION_NOTICE.trim_ascii();
 /// What sandboxd's prefix says when older lines of the output scrolled away.
 const SCROLLED_AWAY: &str = "truncated";
 
@@ -552,30 +551,13 @@ fn render_microagents(agents: &[Microagent<'_>]) -> String {
         .join("\n")
 }
 
-/// Cuts the middle out of `content` when it is longer than `max_chars` characters, keeping
-/// half of the limit at each end around [`TRUNCATION_NOTICE`].
+/// Cuts the middle out of `content` when it is longer than `max_chars` characters (none: no
+/// limit), keeping half of the limit at each end around [`TRUNCATION_NOTICE`].
 pub fn truncate_content(content: &str, max_chars: Option<usize>) -> Cow<'_, str> {
-    let Some(max) = max_chars else {
-        return Cow::Borrowed(content);
-    };
-    let count = content.chars().count();
-    if count <= max {
-        return Cow::Borrowed(content);
+    match max_chars {
+        Some(max) => truncate_middle(content, max),
+        None => Cow::Borrowed(content),
     }
-    let half = max / 2;
-    let head_end = content
-        .char_indices()
-        .nth(half)
-        .map_or(content.len(), |(i, _)| i);
-    let tail_start = content
-        .char_indices()
-        .nth(count - half)
-        .map_or(content.len(), |(i, _)| i);
-    Cow::Owned(format!(
-        "{}{TRUNCATION_NOTICE}{}",
-        &content[..head_end],
-        &content[tail_start..]
-    ))
 }
 
 /// A piece of message content before it becomes [`Content`].

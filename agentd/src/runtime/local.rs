@@ -24,11 +24,12 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
+use sandbox_common::{ProcStat, random_hex};
 use tokio::sync::{oneshot, watch};
 
 use super::docker::image::default_sandboxd_binary;
 use super::sandbox::record_death;
-use super::{RuntimeConfig, RuntimeError, SandboxDeath, random_hex};
+use super::{RuntimeConfig, RuntimeError, SandboxDeath};
 
 /// The variable that marks every process of one local sandbox.
 const MARKER_VAR: &str = "AGENTD_SANDBOX";
@@ -527,11 +528,11 @@ impl Process {
             .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
             .filter(|&pid| pid != me && pid != self.pid)
             .filter(|&pid| {
-                let Some((state, pgrp)) = stat(pid) else {
+                let Some(stat) = ProcStat::read(pid) else {
                     return false;
                 };
-                state != 'Z'
-                    && (pgrp == self.pid
+                !stat.is_zombie()
+                    && (stat.pgrp == self.pid
                         || std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
                             env.split(|&b| b == 0).any(|kv| kv == self.marker_entry)
                         }))
@@ -539,16 +540,6 @@ impl Process {
             .filter_map(|pid| i32::try_from(pid).ok().map(Pid::from_raw))
             .collect()
     }
-}
-
-/// State and process group of a process, from `/proc/PID/stat`.
-fn stat(pid: u32) -> Option<(char, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may contain spaces and parentheses: count from its end.
-    let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
-    let state = fields.next()?.chars().next()?;
-    let pgrp = fields.nth(1)?.parse().ok()?;
-    Some((state, pgrp))
 }
 
 /// The last lines of sandboxd's stderr.

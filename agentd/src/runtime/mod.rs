@@ -282,33 +282,6 @@ pub mod error_id {
     pub const REFUSED: &str = "AGENT_RUNTIME$REFUSED";
 }
 
-/// Random hex from the OS, `bytes` bytes of it: session keys must be unguessable, so there is
-/// no fallback.
-pub(crate) fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf)?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Whether an action is for a sandbox to execute and answer: `run`, `run_ipython`, `read`,
-/// `write`, `edit`, `browse`, `browse_interactive`, `call_tool_mcp`. The runtime answers exactly
-/// these (when the agent sent them); the controller waits for their observation before the next
-/// step. `think` is not among them: the controller answers it.
-pub fn is_runnable(kind: &protocol::ActionKind) -> bool {
-    use protocol::ActionKind;
-    matches!(
-        kind,
-        ActionKind::Run(_)
-            | ActionKind::RunIpython(_)
-            | ActionKind::Read(_)
-            | ActionKind::Write(_)
-            | ActionKind::Edit(_)
-            | ActionKind::Browse(_)
-            | ActionKind::BrowseInteractive(_)
-            | ActionKind::Mcp(_)
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,13 +296,5 @@ mod tests {
             let parsed = <RuntimeKind as clap::ValueEnum>::from_str(kind.as_str(), false).unwrap();
             assert_eq!(parsed, kind);
         }
-    }
-
-    #[test]
-    fn random_hex_is_hex_of_the_asked_length() {
-        let key = random_hex(32).unwrap();
-        assert_eq!(key.len(), 64);
-        assert!(key.bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_ne!(key, random_hex(32).unwrap());
     }
 }

@@ -235,12 +235,6 @@ impl Runtime {
         }
     }
 
-    /// Whether a sandbox runs this action (the others are the agent host's business): `run`,
-    /// `run_ipython`, `read`, `write`, `edit`, `browse`, `browse_interactive`, `call_tool_mcp`.
-    pub fn is_runnable(action: &Action) -> bool {
-        super::is_runnable(&action.kind)
-    }
-
     /// Runs `action` in the sandbox. Never fails: a non-runnable action, a sandbox that
     /// refuses, times out, cannot be reached or died (before or during the action) each give an
     /// `error` observation saying so (its `error_id` is one of [`error_id`]). The observation's
@@ -260,7 +254,7 @@ impl Runtime {
     }
 
     async fn run(&self, action: &Action) -> Observation {
-        if !Self::is_runnable(action) {
+        if !action.kind.is_runnable() {
             return error(
                 error_id::NOT_RUNNABLE,
                 format!(
@@ -440,12 +434,8 @@ mod tests {
 
     #[test]
     fn runnable_actions_are_the_sandbox_ones() {
-        assert!(Runtime::is_runnable(&Action::from(ActionKind::Run(
-            CmdRunArgs::new("ls")
-        ))));
-        assert!(!Runtime::is_runnable(&Action::from(ActionKind::Think(
-            ThinkArgs::default()
-        ))));
+        assert!(ActionKind::Run(CmdRunArgs::new("ls")).is_runnable());
+        assert!(!ActionKind::Think(ThinkArgs::default()).is_runnable());
     }
 
     #[test]

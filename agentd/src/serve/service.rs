@@ -17,6 +17,7 @@ use protocol::runtime_api::{
     PodStatus, RuntimeList, RuntimeStateResponse, RuntimeStatusResponse, RuntimeSummary,
     SessionResponse, SessionStatus, StartRequest, StartResponse,
 };
+use sandbox_common::random_hex;
 use tokio::sync::{Notify, watch};
 
 use super::auth::{ApiKeys, Owner};
@@ -194,7 +195,7 @@ impl SandboxService {
     async fn create_warm(&self, tag: &str, user: SandboxUser) -> Result<Warm, ServeError> {
         let runtime_id = format!(
             "rt-{}",
-            crate::runtime::random_hex(8).map_err(|e| ServeError::Internal(e.to_string()))?
+            random_hex(8).map_err(|e| ServeError::Internal(e.to_string()))?
         );
         let config = SandboxConfig {
             image: tag.to_string(),
@@ -335,8 +336,7 @@ impl SandboxService {
                 .update_limits(&warm.container_id, &limits)
                 .await?;
         }
-        let session_api_key =
-            crate::runtime::random_hex(32).map_err(|e| ServeError::Internal(e.to_string()))?;
+        let session_api_key = random_hex(32).map_err(|e| ServeError::Internal(e.to_string()))?;
         let claim = Claim {
             runtime_id: warm.runtime_id.clone(),
             session_id: request.session_id.clone(),

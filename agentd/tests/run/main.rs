@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use protocol::{Event, EventSource, ObservationKind};
+use sandbox_common::ProcStat;
 use serde_json::{Value, json};
 
 fn workspace_dir() -> PathBuf {
@@ -90,7 +91,7 @@ fn assert_consistent(events: &[Event]) {
     }
     for e in events {
         if let Event::Action(a) = e {
-            let runnable = agentd::controller::is_runnable(&a.kind);
+            let runnable = a.kind.is_runnable();
             if a.source == Some(EventSource::Agent) && runnable {
                 assert_eq!(answers.get(&a.id.unwrap()), Some(&1), "action {:?}", a.id);
             }
@@ -267,11 +268,8 @@ fn children(pid: u32) -> Vec<i32> {
         let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        if after.split(' ').nth(1) == Some(&pid.to_string()) {
+        let stat = u32::try_from(child).ok().and_then(ProcStat::read);
+        if stat.is_some_and(|stat| stat.ppid == pid) {
             found.push(child);
         }
     }
@@ -342,10 +340,10 @@ fn a_run_killed_with_sigkill_resumes_with_nothing_lost_or_repeated() {
     assert_eq!(state["resume_count"], 1);
     // The killed agentd's sandboxd followed it (it exits when its parent dies).
     for pid in orphans {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let running = stat
-            .rfind(')')
-            .is_some_and(|i| !stat[i + 2..].starts_with('Z'));
+        let running = u32::try_from(pid)
+            .ok()
+            .and_then(ProcStat::read)
+            .is_some_and(|stat| !stat.is_zombie());
         assert!(!running, "sandboxd {pid} outlived its agentd");
     }
 }

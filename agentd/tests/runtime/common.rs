@@ -7,6 +7,7 @@ use agentd::runtime::{LocalConfig, Runtime, RuntimeConfig, RuntimeKind};
 use protocol::action::{CmdRunArgs, IPythonRunCellArgs};
 use protocol::observation::ErrorExtras;
 use protocol::{Action, ActionKind, Observation, ObservationKind, ToolCallMetadata};
+use sandbox_common::ProcStat;
 
 /// The sandboxd the local runtime runs: this workspace's debug build.
 pub fn local_sandboxd() -> PathBuf {
@@ -110,7 +111,7 @@ pub async fn sh(runtime: &Runtime, command: &str) -> String {
 
 /// Whether `pid` is a live (not zombie) process.
 pub fn live(pid: u32) -> bool {
-    stat(pid).is_some_and(|(state, _)| state != 'Z')
+    ProcStat::read(pid).is_some_and(|stat| !stat.is_zombie())
 }
 
 /// Live processes in process group `pgid`.
@@ -119,7 +120,7 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| stat(pid).is_some_and(|(state, pgrp)| state != 'Z' && pgrp == pgid))
+        .filter(|&pid| ProcStat::read(pid).is_some_and(|s| !s.is_zombie() && s.pgrp == pgid))
         .collect()
 }
 
@@ -129,36 +130,13 @@ pub fn children_named(parent: u32, name: &str) -> Vec<u32> {
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let comm = stat
-                .find('(')
-                .zip(stat.rfind(')'))
-                .map(|(a, b)| &stat[a + 1..b]);
-            let ppid = stat[stat.rfind(')').unwrap() + 2..]
-                .split(' ')
-                .nth(1)
-                .and_then(|p| p.parse::<u32>().ok());
-            comm == Some(name) && ppid == Some(parent)
-        })
+        .filter(|&pid| ProcStat::read(pid).is_some_and(|s| s.comm == name && s.ppid == parent))
         .collect()
 }
 
 /// The session id of `pid`.
 pub fn session(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 2..].split(' ').nth(3)?.parse().ok()
-}
-
-/// `(state, pgrp)` from `/proc/PID/stat`.
-fn stat(pid: u32) -> Option<(char, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = stat[stat.rfind(')')? + 2..].split(' ');
-    let state = fields.next()?.chars().next()?;
-    let pgrp = fields.nth(1)?.parse().ok()?;
-    Some((state, pgrp))
+    ProcStat::read(pid).map(|stat| stat.session)
 }
 
 /// Waits (bounded) until `cond` holds: for effects no event announces, like a process

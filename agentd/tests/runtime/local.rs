@@ -168,7 +168,7 @@ async fn actions_a_sandbox_does_not_run_get_an_error_observation() {
             thought: "hmm".to_string(),
         }),
     );
-    assert!(!Runtime::is_runnable(&think));
+    assert!(!think.kind.is_runnable());
     let obs = runtime.execute(&think).await;
     assert_eq!(error_id_of(&obs), error_id::NOT_RUNNABLE);
     assert!(obs.content.contains("`think`"), "{}", obs.content);
@@ -183,7 +183,7 @@ async fn actions_a_sandbox_does_not_run_get_an_error_observation() {
             ..Default::default()
         }),
     );
-    assert!(Runtime::is_runnable(&browse));
+    assert!(browse.kind.is_runnable());
     let obs = runtime.execute(&browse).await;
     assert_eq!(error_id_of(&obs), "");
     assert!(obs.content.contains("Browser"), "{}", obs.content);

@@ -12,13 +12,8 @@ use super::render::Screen;
 pub const MAX_LINES: usize = 10_013;
 /// Characters kept for an observation, so that a few huge lines cannot exhaust memory.
 const MAX_WINDOW_CHARS: usize = 32 * 1024 * 1024;
-/// Observation content longer than this (code points) is cut in the middle.
-pub const MAX_CONTENT_CHARS: usize = 30_000;
 /// Bytes written to one spool file before it stops growing.
 const MAX_SPOOL_BYTES: u64 = 512 * 1024 * 1024;
-
-/// The notice placed where the middle of an over-long content was cut.
-pub const TRUNCATION_NOTICE: &str = "\n[... Observation truncated due to length ...]\n";
 
 /// Output of one command, from its first byte until the agent has seen its end.
 #[derive(Debug)]
@@ -105,29 +100,6 @@ impl CommandOutput {
     }
 }
 
-/// Cuts `content` to the first and last 15 000 characters around the truncation notice.
-pub fn truncate_middle(content: String) -> String {
-    let count = content.chars().count();
-    if count <= MAX_CONTENT_CHARS {
-        return content;
-    }
-    let half = MAX_CONTENT_CHARS / 2;
-    let head_end = content
-        .char_indices()
-        .nth(half)
-        .map_or(content.len(), |(i, _)| i);
-    let tail_start = content
-        .char_indices()
-        .nth(count - half)
-        .map_or(content.len(), |(i, _)| i);
-    let mut out =
-        String::with_capacity(head_end + TRUNCATION_NOTICE.len() + content.len() - tail_start);
-    out.push_str(&content[..head_end]);
-    out.push_str(TRUNCATION_NOTICE);
-    out.push_str(&content[tail_start..]);
-    out
-}
-
 /// The append-only file with a command's complete rendered output.
 #[derive(Debug)]
 struct Spool {
@@ -182,15 +154,6 @@ impl Spool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn middle_truncation_matches_the_reference_length() {
-        let out = truncate_middle("x".repeat(40_000));
-        assert_eq!(out.chars().count(), 30_047);
-        assert!(out.contains(TRUNCATION_NOTICE));
-        let short = "é".repeat(30_000);
-        assert_eq!(truncate_middle(short.clone()), short);
-    }
 
     #[test]
     fn window_keeps_the_last_lines_and_the_spool_keeps_all() {

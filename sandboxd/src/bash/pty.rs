@@ -14,6 +14,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices};
 use nix::unistd::Pid;
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use sandbox_common::ProcStat;
 use tokio::sync::mpsc;
 
 use crate::user::{RunAs, wrap_command};
@@ -280,11 +281,8 @@ fn session_members(sid: i32) -> Vec<i32> {
     };
     dir.filter_map(|entry| {
         let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the parenthesised command name: state ppid pgrp session ...
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let session: i32 = rest.split(' ').nth(3)?.parse().ok()?;
-        (session == sid).then_some(pid)
+        let session = ProcStat::read(u32::try_from(pid).ok()?)?.session;
+        (i32::try_from(session) == Ok(sid)).then_some(pid)
     })
     .collect()
 }

@@ -13,11 +13,12 @@ use std::time::Duration;
 use protocol::Observation;
 use protocol::action::CmdRunArgs;
 use protocol::observation::CmdOutputMetadata;
+use sandbox_common::{MAX_OBSERVATION_CHARS, random_hex, truncate_middle};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::framing::{Framer, PromptState, Segment};
-use super::output::{CommandOutput, truncate_middle};
+use super::output::CommandOutput;
 use super::pty::{Mode, Pty, PtyEvent, SpawnError, SpawnSpec};
 use super::split::multiple_commands_error;
 use crate::observations;
@@ -134,15 +135,13 @@ fn failed_run(command: &str, hidden: bool, content: &str) -> Observation {
 }
 
 fn random_token() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
+    random_hex(16).unwrap_or_else(|_| {
         // No entropy source: fall back to something unpredictable enough for framing.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        bytes.copy_from_slice(&(nanos ^ u128::from(std::process::id())).to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+        format!("{:032x}", nanos ^ u128::from(std::process::id()))
+    })
 }
 
 /// A live shell process with its terminal and event stream.
@@ -519,7 +518,7 @@ impl Actor {
         cur.observations += 1;
         let spool = Some(cur.output.spool_path().to_string_lossy().into_owned());
         if !hidden {
-            content = truncate_middle(content);
+            content = truncate_middle(content, MAX_OBSERVATION_CHARS).into_owned();
         }
         let overflow = kept.map(|n| {
             format!("[Previous command outputs are truncated. Showing the last {n} lines of the output below.]\n")

@@ -18,6 +18,7 @@ use jupyter_zmq_client::{
 };
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use sandbox_common::{RandomError, random_hex};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, watch};
@@ -110,8 +111,10 @@ impl Kernel {
     /// at most until `deadline`.
     pub async fn start(spec: &KernelSpec<'_>, deadline: Instant) -> Result<Kernel, KernelError> {
         let dir = private_dir(spec.run_as)?;
-        let key = random_hex(32)?;
-        let session_id = random_hex(16)?;
+        let no_randomness =
+            |e: RandomError| KernelError::Setup(format!("no randomness for the HMAC key: {e}"));
+        let key = random_hex(32).map_err(no_randomness)?;
+        let session_id = random_hex(16).map_err(no_randomness)?;
         // Hold the ports until just before the kernel binds them.
         let listeners: Vec<std::net::TcpListener> = (0..5)
             .map(|_| std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
@@ -623,14 +626,6 @@ fn write_private(path: &Path, bytes: &[u8], run_as: Option<&RunAs>) -> std::io::
         std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid))?;
     }
     Ok(())
-}
-
-/// `n` random bytes as hex (HMAC key, session id); no fallback: the key must be secret.
-fn random_hex(n: usize) -> Result<String, KernelError> {
-    let mut bytes = vec![0u8; n];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| KernelError::Setup(format!("no randomness for the HMAC key: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Parses the `text/plain` of a user expression that evaluated to `str.encode().hex()`:

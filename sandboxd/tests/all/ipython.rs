@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sandbox_common::ProcStat;
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -74,16 +75,11 @@ fn children_running(daemon: i32, needle: &str) -> Vec<i32> {
 }
 
 fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // A zombie waiting for its new parent counts as gone.
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => true,
-    }
+    // A zombie waiting for its new parent counts as gone.
+    u32::try_from(pid)
+        .ok()
+        .and_then(ProcStat::read)
+        .is_none_or(|stat| stat.is_zombie())
 }
 
 /// SIGKILLs a kernel as the OOM killer would, and waits until sandboxd has reaped it (so it

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use sandbox_common::ProcStat;
+
 /// Every label of ours starts with this.
 pub const PREFIX: &str = "dev.sandboxd.";
 /// Present (value `true`) on everything this runtime creates.
@@ -46,7 +48,7 @@ impl Owner {
         let pid = std::process::id();
         Some(Owner {
             pid,
-            start: start_time(pid)?,
+            start: ProcStat::read(pid)?.start_time,
             boot_id: boot_id()?,
         })
     }
@@ -74,15 +76,8 @@ impl Owner {
     /// Whether the owner still runs: same boot, and its pid still has the same start time.
     pub fn is_alive(&self) -> bool {
         boot_id().as_deref() == Some(self.boot_id.as_str())
-            && start_time(self.pid) == Some(self.start)
+            && ProcStat::read(self.pid).map(|stat| stat.start_time) == Some(self.start)
     }
-}
-
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may contain spaces and parentheses: count from its end.
-    let after_comm = &stat[stat.rfind(')')? + 2..];
-    after_comm.split(' ').nth(19)?.parse().ok()
 }
 
 fn boot_id() -> Option<String> {

@@ -24,6 +24,7 @@ use bollard::query_parameters::{
 };
 use client::SandboxClient;
 use futures_util::StreamExt;
+use sandbox_common::random_hex;
 
 use config::SANDBOXD_PORT;
 pub use config::{Limits, Network, SandboxConfig};
@@ -231,7 +232,7 @@ impl DockerRuntime {
             config.image = image::ensure_user_image(&self.docker, &config.image, user).await?;
         }
         let config = &config;
-        let suffix = random_hex(6)?;
+        let suffix = random_hex(6).map_err(|e| DockerError::Entropy(e.to_string()))?;
         let name = config
             .name
             .clone()
@@ -248,7 +249,7 @@ impl DockerRuntime {
                 Some(dir)
             }
         };
-        let key = random_hex(32)?;
+        let key = random_hex(32).map_err(|e| DockerError::Entropy(e.to_string()))?;
         ours.extend(
             config
                 .labels
@@ -691,11 +692,6 @@ pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
             ..
         }
     )
-}
-
-/// Random hex from the OS ([`super::random_hex`]): session keys must be unguessable.
-fn random_hex(bytes: usize) -> Result<String, DockerError> {
-    super::random_hex(bytes).map_err(|e| DockerError::Entropy(e.to_string()))
 }
 
 fn current_uid() -> u32 {
