@@ -30,18 +30,18 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipArchive, ZipWriter};
 
 /// Default bound on the bytes one zip upload may extract: 4 GiB.
-pub const MAX_EXTRACTED_BYTES: u64 = 4 << 30;
+const MAX_EXTRACTED_BYTES: u64 = 4 << 30;
 
 /// Default bound on the number of entries in one zip upload.
-pub const MAX_ZIP_ENTRIES: usize = 100_000;
+const MAX_ZIP_ENTRIES: usize = 100_000;
 
 /// Bounds on what extracting one uploaded zip may create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExtractLimits {
+struct ExtractLimits {
     /// Total bytes of file content written, summed over all entries.
-    pub max_bytes: u64,
+    max_bytes: u64,
     /// Number of entries (files and directories) in the archive.
-    pub max_entries: usize,
+    max_entries: usize,
 }
 
 impl Default for ExtractLimits {
@@ -56,7 +56,7 @@ impl Default for ExtractLimits {
 /// Why an upload, download or listing failed. `Display` is the `detail` the HTTP layer sends; the
 /// reference answers every one of them with status 500.
 #[derive(Debug, thiserror::Error)]
-pub enum TransferError {
+pub(crate) enum TransferError {
     /// The upload destination is not an absolute path. The caller's mistake: retrying cannot help.
     #[error("400: Destination must be an absolute path")]
     DestinationNotAbsolute,
@@ -116,7 +116,7 @@ impl From<ZipError> for TransferError {
 ///
 /// Symbolic links are classified by their target; dangling ones are left out. A missing path, a
 /// path that is not a directory, or any error yields an empty list.
-pub fn list_files(dir: &Path) -> Vec<String> {
+pub(crate) fn list_files(dir: &Path) -> Vec<String> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -146,7 +146,7 @@ fn sort_case_insensitive(names: &mut [String]) {
 }
 
 /// Stores an upload (§8) with the default [`ExtractLimits`]; see [`store_upload_with_limits`].
-pub fn store_upload(
+pub(crate) fn store_upload(
     destination: &Path,
     filename: &str,
     data: &[u8],
@@ -173,7 +173,7 @@ pub fn store_upload(
 /// is `None`, its owner where possible); it is replaced by rename, so a symbolic link at its name
 /// is replaced rather than written through. Directories and files created are given to `owner`
 /// (`(uid, gid)`) when set.
-pub fn store_upload_with_limits(
+fn store_upload_with_limits(
     destination: &Path,
     filename: &str,
     data: &[u8],
@@ -223,7 +223,7 @@ fn check_filename(filename: &str) -> Result<(), TransferError> {
 /// sockets, devices) and dangling links are skipped rather than read or failed on, files that
 /// vanish during the walk are skipped, and entries come in sorted order. Names that are not UTF-8
 /// are converted lossily; times are stored as UTC.
-pub fn zip_tree<W: Write + Seek>(path: &Path, out: W) -> Result<(), TransferError> {
+pub(crate) fn zip_tree<W: Write + Seek>(path: &Path, out: W) -> Result<(), TransferError> {
     if !path.is_absolute() {
         return Err(TransferError::PathNotAbsolute);
     }

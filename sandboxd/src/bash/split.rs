@@ -45,7 +45,7 @@ const MULTIPLE_COMMANDS_HEADER: &str = "ERROR: Cannot execute multiple commands 
 const MAX_NESTING: usize = 64;
 
 /// The top-level statements of `command`, as source slices (trimmed). One element (the whole trimmed text) when parsing fails or when there is at most one statement.
-pub fn split_statements(command: &str) -> Vec<String> {
+fn split_statements(command: &str) -> Vec<String> {
     let text = command.trim();
     match statement_offsets(text) {
         Some(offsets) if offsets.len() > 1 => offsets
@@ -61,7 +61,7 @@ pub fn split_statements(command: &str) -> Vec<String> {
 }
 
 /// The reference's error text for more than one statement, or None when there is at most one.
-pub fn multiple_commands_error(command: &str) -> Option<String> {
+pub(crate) fn multiple_commands_error(command: &str) -> Option<String> {
     let statements = split_statements(command);
     if statements.len() <= 1 {
         return None;
