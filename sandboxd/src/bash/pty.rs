@@ -201,11 +201,6 @@ impl Pty {
         ))
     }
 
-    /// The shell's pid (also its process group and session id).
-    fn pid(&self) -> i32 {
-        self.pid
-    }
-
     /// Queues bytes for the terminal's input; never blocks.
     pub(crate) fn write(&self, bytes: &[u8]) {
         let _ = self.input.send(bytes.to_vec());

@@ -117,11 +117,6 @@ impl BashSession {
             .as_ref()
             .map(|s| PathBuf::from(&s.working_dir))
     }
-
-    /// Resolves when the working directory may have changed.
-    async fn changed(&mut self) -> bool {
-        self.state.changed().await.is_ok()
-    }
 }
 
 /// A `run` observation for a command that could not run at all (never an `error` observation,
