@@ -248,15 +248,8 @@ impl Lexer {
         while let Some(c) = self.peek() {
             match c {
                 ' ' | '\t' | '\n' => break,
-                '\\' => match self.peek_at(1) {
-                    Some('\n') => self.pos += 2,
-                    Some(next) => {
-                        value.push(c);
-                        value.push(next);
-                        self.pos += 2;
-                    }
-                    None => return Err(Malformed),
-                },
+                '\\' if self.peek_at(1) == Some('\n') => self.pos += 2,
+                '\\' => self.escaped(&mut value)?,
                 '\'' => self.single_quoted(&mut value)?,
                 '"' => self.double_quoted(&mut value)?,
                 '`' => self.backquoted(&mut value)?,
@@ -303,11 +296,7 @@ impl Lexer {
                     self.pos += 1;
                     return Ok(());
                 }
-                '\\' => {
-                    value.push('\\');
-                    value.push(self.peek_at(1).ok_or(Malformed)?);
-                    self.pos += 2;
-                }
+                '\\' => self.escaped(value)?,
                 '`' => self.backquoted(value)?,
                 '$' => self.dollar(value, true)?,
                 c => {
@@ -322,22 +311,32 @@ impl Lexer {
     fn backquoted(&mut self, value: &mut String) -> Result<(), Malformed> {
         value.push('`');
         self.pos += 1;
+        self.escaped_until(value, '`')
+    }
+
+    /// Reads up to and including `close`, keeping backslash escapes as they are: the rest of a
+    /// `` `…` `` or a `$'…'`.
+    fn escaped_until(&mut self, value: &mut String, close: char) -> Result<(), Malformed> {
         loop {
             match self.peek().ok_or(Malformed)? {
-                '\\' => {
-                    value.push('\\');
-                    value.push(self.peek_at(1).ok_or(Malformed)?);
-                    self.pos += 2;
-                }
+                '\\' => self.escaped(value)?,
                 c => {
                     value.push(c);
                     self.pos += 1;
-                    if c == '`' {
+                    if c == close {
                         return Ok(());
                     }
                 }
             }
         }
+    }
+
+    /// A backslash and the char it escapes, both kept; the backslash being current.
+    fn escaped(&mut self, value: &mut String) -> Result<(), Malformed> {
+        value.push('\\');
+        value.push(self.peek_at(1).ok_or(Malformed)?);
+        self.pos += 2;
+        Ok(())
     }
 
     /// A `$` and what it introduces: `$( )`, `$(( ))`, `${ }`, `$' '`, `$" "` or a plain `$`.
@@ -364,26 +363,9 @@ impl Lexer {
                 self.balanced(value, '{', '}', 1)?;
             }
             Some('\'') if !in_double_quotes => {
-                value.push('$');
-                self.pos += 1;
-                value.push('\'');
-                self.pos += 1;
-                loop {
-                    match self.peek().ok_or(Malformed)? {
-                        '\\' => {
-                            value.push('\\');
-                            value.push(self.peek_at(1).ok_or(Malformed)?);
-                            self.pos += 2;
-                        }
-                        c => {
-                            value.push(c);
-                            self.pos += 1;
-                            if c == '\'' {
-                                break;
-                            }
-                        }
-                    }
-                }
+                value.push_str("$'");
+                self.pos += 2;
+                self.escaped_until(value, '\'')?;
             }
             Some('"') if !in_double_quotes => {
                 value.push('$');
@@ -410,11 +392,7 @@ impl Lexer {
     ) -> Result<(), Malformed> {
         loop {
             match self.peek().ok_or(Malformed)? {
-                '\\' => {
-                    value.push('\\');
-                    value.push(self.peek_at(1).ok_or(Malformed)?);
-                    self.pos += 2;
-                }
+                '\\' => self.escaped(value)?,
                 '\'' => self.single_quoted(value)?,
                 '"' => self.double_quoted(value)?,
                 '`' => self.backquoted(value)?,

@@ -360,38 +360,28 @@ mod tests {
     /// stack (the default for spawned threads, tokio's included) even in debug builds.
     #[test]
     fn deep_nesting_is_bounded() {
+        // `open` `times` times, `inner`, `close` as often, and a second statement.
+        let nest = |open: &str, inner: &str, close: &str, times: usize| {
+            format!("{}{inner}{}\nls", open.repeat(times), close.repeat(times))
+        };
         let depth = MAX_NESTING - 2;
-        let mut nested = Vec::new();
-        nested.push(format!(
-            "{}:{}\nls",
-            "{ ".repeat(depth),
-            "; }".repeat(depth)
-        ));
-        nested.push(format!(
-            "{}:{}\nls",
-            "if a; then ".repeat(depth),
-            "; fi".repeat(depth)
-        ));
-        nested.push(format!(
-            "{}:{}\nls",
-            "while a; do ".repeat(depth),
-            "; done".repeat(depth)
-        ));
-        nested.push(format!("{}:{}\nls", "( ".repeat(depth), ")".repeat(depth)));
-        nested.push(format!(
-            "echo {}x{}\nls",
-            "$(".repeat(depth),
-            ")".repeat(depth)
-        ));
-        nested.push(format!(
-            "{}:{}\nls",
-            "for i in 1; do { (if a; then ".repeat(depth / 4),
-            "; fi) }; done".repeat(depth / 4)
-        ));
+        let nested = [
+            nest("{ ", ":", "; }", depth),
+            nest("if a; then ", ":", "; fi", depth),
+            nest("while a; do ", ":", "; done", depth),
+            nest("( ", ":", ")", depth),
+            format!("echo {}", nest("$(", "x", ")", depth)),
+            nest(
+                "for i in 1; do { (if a; then ",
+                ":",
+                "; fi) }; done",
+                depth / 4,
+            ),
+        ];
         let too_deep = [
-            format!("{}:{}\nls", "{ ".repeat(5000), "; }".repeat(5000)),
-            format!("{}:{}\nls", "if a; then ".repeat(5000), "; fi".repeat(5000)),
-            format!("echo {}x{}\nls", "$(".repeat(50_000), ")".repeat(50_000)),
+            nest("{ ", ":", "; }", 5000),
+            nest("if a; then ", ":", "; fi", 5000),
+            format!("echo {}", nest("$(", "x", ")", 50_000)),
         ];
         let handle = std::thread::Builder::new()
             .stack_size(2 << 20)
