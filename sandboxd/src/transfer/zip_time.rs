@@ -2,75 +2,93 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use chrono::{Datelike, Timelike};
 use zip::DateTime;
 
 /// A file time as a zip (MS-DOS) time, in UTC; outside 1980–2107 it is 1980-01-01.
 pub(super) fn zip_time(time: Option<SystemTime>) -> DateTime {
-    let Some(secs) = time
+    let Some(utc) = time
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_secs())
+        .and_then(|since| i64::try_from(since.as_secs()).ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
     else {
         return DateTime::default();
     };
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    let rem = secs % 86_400;
     let parts = (
-        u16::try_from(year),
-        u8::try_from(rem / 3600),
-        u8::try_from(rem % 3600 / 60),
-        u8::try_from(rem % 60),
+        u16::try_from(utc.year()),
+        u8::try_from(utc.month()),
+        u8::try_from(utc.day()),
+        u8::try_from(utc.hour()),
+        u8::try_from(utc.minute()),
+        u8::try_from(utc.second()),
     );
     match parts {
-        (Ok(year), Ok(hour), Ok(minute), Ok(second)) => {
+        (Ok(year), Ok(month), Ok(day), Ok(hour), Ok(minute), Ok(second)) => {
             DateTime::from_date_and_time(year, month, day, hour, minute, second).unwrap_or_default()
         }
         _ => DateTime::default(),
     }
 }
 
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: u64) -> (u64, u8, u8) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    // day ≤ 31 and month ≤ 12 by construction.
-    (
-        year,
-        u8::try_from(month).unwrap_or(1),
-        u8::try_from(day).unwrap_or(1),
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+
+    const DAY: u64 = 86_400;
+
+    /// The zip time of `secs` seconds after the epoch, as its fields.
+    fn fields(secs: u64) -> (u16, u8, u8, u8, u8, u8) {
+        let dt = zip_time(Some(UNIX_EPOCH + Duration::from_secs(secs)));
+        (
+            dt.year(),
+            dt.month(),
+            dt.day(),
+            dt.hour(),
+            dt.minute(),
+            dt.second(),
+        )
+    }
 
     #[test]
     fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(11_017), (2000, 3, 1));
-        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
-        let t = UNIX_EPOCH + std::time::Duration::from_secs(951_782_400 + 3 * 3600 + 4 * 60 + 6);
-        let dt = zip_time(Some(t));
+        // Day counts since 1970-01-01 as proleptic Gregorian dates, leap day included.
+        assert_eq!(fields(11_016 * DAY), (2000, 2, 29, 0, 0, 0));
+        assert_eq!(fields(11_017 * DAY), (2000, 3, 1, 0, 0, 0));
+        assert_eq!(fields(20_454 * DAY), (2026, 1, 1, 0, 0, 0));
         assert_eq!(
-            (
-                dt.year(),
-                dt.month(),
-                dt.day(),
-                dt.hour(),
-                dt.minute(),
-                dt.second()
-            ),
+            fields(951_782_400 + 3 * 3600 + 4 * 60 + 6),
             (2000, 2, 29, 3, 4, 6)
         );
         assert_eq!(zip_time(Some(UNIX_EPOCH)), DateTime::default());
         assert_eq!(zip_time(None), DateTime::default());
+    }
+
+    /// Zip times hold 1980-01-01 to 2107-12-31 in steps of two seconds; anything else, before
+    /// the epoch or far beyond what a calendar crate can represent included, is 1980-01-01.
+    #[test]
+    fn range_and_resolution() {
+        let first = 3652 * DAY;
+        let after_last = 50_403 * DAY;
+        assert_eq!(fields(first), (1980, 1, 1, 0, 0, 0));
+        assert_eq!(fields(first + 3), (1980, 1, 1, 0, 0, 2));
+        assert_eq!(fields(after_last - 1), (2107, 12, 31, 23, 59, 58));
+        let default = DateTime::default();
+        assert_eq!(
+            zip_time(Some(UNIX_EPOCH + Duration::from_secs(first - 1))),
+            default
+        );
+        assert_eq!(
+            zip_time(Some(UNIX_EPOCH + Duration::from_secs(after_last))),
+            default
+        );
+        let before_epoch = UNIX_EPOCH.checked_sub(Duration::from_secs(DAY));
+        assert_eq!(zip_time(before_epoch), default);
+        for far in [1 << 40, 1 << 45] {
+            let time = UNIX_EPOCH.checked_add(Duration::from_secs(far));
+            assert!(time.is_some());
+            assert_eq!(zip_time(time), default);
+        }
     }
 }
