@@ -481,19 +481,27 @@ mod tests {
         assert_eq!(fs::read(&script).unwrap(), b"new");
     }
 
-    #[test]
-    fn upload_replaces_a_symlink_instead_of_writing_through_it() {
+    /// Runs `upload` on a destination whose `f.txt` is a symbolic link to a file outside it, and
+    /// checks that the link was replaced by a file holding `expected`, the outside file untouched.
+    fn assert_replaces_link_to_outside(upload: impl FnOnce(&Path), expected: &[u8]) {
         let tmp = tempfile::tempdir().unwrap();
         let outside = tmp.path().join("outside.txt");
         fs::write(&outside, "precious").unwrap();
         let dest = tmp.path().join("dest");
         fs::create_dir(&dest).unwrap();
         symlink(&outside, dest.join("f.txt")).unwrap();
-        store_upload(&dest, "f.txt", b"uploaded", false, None).unwrap();
+        upload(&dest);
         assert_eq!(fs::read(&outside).unwrap(), b"precious");
-        let meta = fs::symlink_metadata(dest.join("f.txt")).unwrap();
-        assert!(meta.is_file());
-        assert_eq!(fs::read(dest.join("f.txt")).unwrap(), b"uploaded");
+        assert!(fs::symlink_metadata(dest.join("f.txt")).unwrap().is_file());
+        assert_eq!(fs::read(dest.join("f.txt")).unwrap(), expected);
+    }
+
+    #[test]
+    fn upload_replaces_a_symlink_instead_of_writing_through_it() {
+        assert_replaces_link_to_outside(
+            |dest| store_upload(dest, "f.txt", b"uploaded", false, None).unwrap(),
+            b"uploaded",
+        );
     }
 
     #[test]
@@ -657,17 +665,11 @@ mod tests {
 
     #[test]
     fn extraction_replaces_a_file_symlink_instead_of_writing_through_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let outside = tmp.path().join("outside.txt");
-        fs::write(&outside, "precious").unwrap();
-        let dest = tmp.path().join("dest");
-        fs::create_dir(&dest).unwrap();
-        symlink(&outside, dest.join("f.txt")).unwrap();
         let zip = make_zip(&[("f.txt", b"from zip")]);
-        store_upload(&dest, "u.zip", &zip, true, None).unwrap();
-        assert_eq!(fs::read(&outside).unwrap(), b"precious");
-        assert!(fs::symlink_metadata(dest.join("f.txt")).unwrap().is_file());
-        assert_eq!(fs::read(dest.join("f.txt")).unwrap(), b"from zip");
+        assert_replaces_link_to_outside(
+            |dest| store_upload(dest, "u.zip", &zip, true, None).unwrap(),
+            b"from zip",
+        );
     }
 
     #[test]
