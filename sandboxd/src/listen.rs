@@ -30,7 +30,7 @@ impl fmt::Display for ListenAddr {
     }
 }
 
-/// A bound listening socket, ready for [`serve`]. A Unix socket's file is removed when the
+/// A bound listening socket, ready for [`crate::serve`]. A Unix socket's file is removed when the
 /// listener is dropped (if it is still the socket this listener bound).
 #[derive(Debug)]
 pub(crate) struct Listener(Bound);

@@ -39,8 +39,8 @@ pub(crate) enum TransferError {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// The archive has more entries, or expands to more bytes, than [`ExtractLimits`] allow.
-    /// Retrying cannot help.
+    /// The archive has more entries, or expands to more bytes, than the upload's `ExtractLimits`
+    /// allow. Retrying cannot help.
     #[error("400: Zip archive exceeds the limit of {limit} {what}")]
     TooLarge {
         /// `"entries"` or `"bytes"`.
