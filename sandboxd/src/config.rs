@@ -16,15 +16,15 @@ use clap::Parser;
 pub struct Cli {
     /// TCP port to listen on; 0 picks a free port (printed on stdout). Required but ignored
     /// with --unix-socket.
-    pub port: u16,
+    pub(crate) port: u16,
 
     /// Initial working directory of the shell and of relative file paths.
     #[arg(long, env = "SANDBOXD_WORKING_DIR", default_value = ".")]
-    pub working_dir: PathBuf,
+    pub(crate) working_dir: PathBuf,
 
     /// Plugins to start: `jupyter`, `agent_skills`, `vscode` (accepted; see README).
     #[arg(long, num_args = 0.., value_name = "PLUGIN")]
-    pub plugins: Vec<String>,
+    pub(crate) plugins: Vec<String>,
 
     /// Exit (gracefully, as on SIGTERM) when the process with this pid, our parent, dies, even
     /// by SIGKILL; a host that spawns sandboxd as a child sets it so nothing outlives it.
@@ -34,33 +34,33 @@ pub struct Cli {
     /// Python interpreter for the IPython kernel; it must be able to import ipykernel
     /// (default: `python3` on PATH).
     #[arg(long, env = "SANDBOXD_PYTHON", value_name = "PATH")]
-    pub python: Option<PathBuf>,
+    pub(crate) python: Option<PathBuf>,
 
     /// User to run the shell as when sandboxd runs as root.
     #[arg(long, env = "RUNTIME_USERNAME", default_value = "openhands")]
-    pub username: String,
+    pub(crate) username: String,
 
     /// Uid of that user (used when the name is unknown).
     #[arg(long, default_value_t = 1000)]
-    pub user_id: u32,
+    pub(crate) user_id: u32,
 
     /// Reference compatibility: with the browser enabled (the default) `WORKING_DIR/.downloads`
     /// is created, as OpenHands' test-suite expects. sandboxd has no browser either way.
     #[arg(long, overrides_with = "no_enable_browser")]
-    pub enable_browser: bool,
+    enable_browser: bool,
 
     /// Do not create `WORKING_DIR/.downloads`.
     #[arg(long)]
-    pub no_enable_browser: bool,
+    no_enable_browser: bool,
 
     /// Accepted and ignored (reference compatibility).
     #[arg(long, num_args = 0.., value_name = "ENV", hide = true)]
-    pub browsergym_eval_env: Vec<String>,
+    browsergym_eval_env: Vec<String>,
 
     /// Address to listen on: 127.0.0.1 for local use, 0.0.0.0 inside a container. Ignored with
     /// --unix-socket.
     #[arg(long, env = "SANDBOXD_HOST", default_value = "127.0.0.1")]
-    pub host: IpAddr,
+    pub(crate) host: IpAddr,
 
     /// Serve on this Unix domain socket instead of TCP (PORT and --host are then ignored);
     /// stdout then says `sandboxd listening on unix:PATH`, with PATH made absolute.
@@ -70,32 +70,32 @@ pub struct Cli {
     /// is made mode 0666 (clients still need the session API key; the directory's permissions
     /// decide who can reach it) and removed on clean shutdown.
     #[arg(long, env = "SANDBOXD_UNIX_SOCKET", value_name = "PATH")]
-    pub unix_socket: Option<PathBuf>,
+    pub(crate) unix_socket: Option<PathBuf>,
 
     /// Key clients must send as `X-Session-API-Key`; unset means no authentication.
     #[arg(long, env = "SESSION_API_KEY", hide_env_values = true)]
-    pub session_api_key: Option<String>,
+    pub(crate) session_api_key: Option<String>,
 
     /// Seconds without output after which a non-blocking command returns (it keeps running).
     #[arg(long, env = "NO_CHANGE_TIMEOUT_SECONDS", default_value_t = 10)]
-    pub no_change_timeout: u64,
+    pub(crate) no_change_timeout: u64,
 
     /// Directory for the files that keep every command's complete output
     /// (default: a `sandboxd-PID` directory under the system temp dir).
     #[arg(long, env = "SANDBOXD_OUTPUT_DIR")]
-    pub output_dir: Option<PathBuf>,
+    pub(crate) output_dir: Option<PathBuf>,
 
     /// Start bash without reading profile and rc files (faster; default is a login shell).
     #[arg(long, env = "SANDBOXD_NO_LOGIN_SHELL")]
-    pub no_login_shell: bool,
+    pub(crate) no_login_shell: bool,
 
     /// Largest accepted JSON request body, in bytes.
     #[arg(long, default_value_t = 64 * 1024 * 1024)]
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
 
     /// Largest accepted upload, in bytes.
     #[arg(long, default_value_t = 1024 * 1024 * 1024)]
-    pub max_upload_bytes: usize,
+    pub(crate) max_upload_bytes: usize,
 
     /// Pre-started mode (a runtime API service's warm pool): bind the listener, answer only one
     /// `POST /configure` (authenticated with --configure-key as `X-Session-API-Key`; `/alive`
@@ -111,12 +111,12 @@ pub struct Cli {
         hide = true,
         hide_env_values = true
     )]
-    pub configure_key: Option<String>,
+    pub(crate) configure_key: Option<String>,
 }
 
 impl Cli {
     /// Whether the reference's browser flag is on.
-    pub fn browser_enabled(&self) -> bool {
+    pub(crate) fn browser_enabled(&self) -> bool {
         !self.no_enable_browser
     }
 }

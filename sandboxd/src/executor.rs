@@ -21,22 +21,22 @@ use crate::user::RunAs;
 
 /// What the executor needs to start.
 #[derive(Debug, Clone)]
-pub struct ExecutorConfig {
+pub(crate) struct ExecutorConfig {
     /// `--working-dir`, absolute.
-    pub working_dir: PathBuf,
+    pub(crate) working_dir: PathBuf,
     /// The user shells run as.
-    pub run_as: Option<RunAs>,
+    pub(crate) run_as: Option<RunAs>,
     /// Start login shells.
-    pub login_shell: bool,
+    pub(crate) login_shell: bool,
     /// No-output timeout of non-blocking commands.
-    pub no_change_timeout: Duration,
+    pub(crate) no_change_timeout: Duration,
     /// Where full command outputs are kept.
-    pub output_dir: PathBuf,
+    pub(crate) output_dir: PathBuf,
     /// `--plugins`: `jupyter` starts the kernel at once (else on first use), `agent_skills`
     /// loads OpenHands' skills into it.
-    pub plugins: Vec<String>,
+    pub(crate) plugins: Vec<String>,
     /// `--python`: the interpreter that runs the IPython kernel (default `python3` on `PATH`).
-    pub python: Option<PathBuf>,
+    pub(crate) python: Option<PathBuf>,
 }
 
 /// Errors starting the executor.
@@ -52,7 +52,7 @@ pub enum StartError {
 
 /// Owner of the sandbox's execution state.
 #[derive(Debug)]
-pub struct Executor {
+pub(crate) struct Executor {
     working_dir: PathBuf,
     shells: Arc<ShellConfig>,
     bash: BashSession,
@@ -63,7 +63,7 @@ pub struct Executor {
 
 impl Executor {
     /// Starts the main bash session.
-    pub async fn start(config: ExecutorConfig) -> Result<Self, StartError> {
+    pub(crate) async fn start(config: ExecutorConfig) -> Result<Self, StartError> {
         std::fs::create_dir_all(&config.output_dir)
             .map_err(|e| StartError::OutputDir(config.output_dir.clone(), e))?;
         let owner = config.run_as.as_ref().map(|u| (u.uid, u.gid));
@@ -109,24 +109,24 @@ impl Executor {
     }
 
     /// The initial working directory.
-    pub fn working_dir(&self) -> &Path {
+    pub(crate) fn working_dir(&self) -> &Path {
         &self.working_dir
     }
 
     /// Uid and gid that new files should belong to, when sandboxd runs as root for a user.
-    pub fn owner(&self) -> Option<(u32, u32)> {
+    pub(crate) fn owner(&self) -> Option<(u32, u32)> {
         self.owner
     }
 
     /// The shell's current directory (relative file paths resolve here).
-    pub fn cwd(&self) -> PathBuf {
+    fn cwd(&self) -> PathBuf {
         self.bash.cwd().unwrap_or_else(|| self.working_dir.clone())
     }
 
     /// Executes one action and returns its observation, with `cause` and `tool_call_metadata`
     /// taken from the action. Only runnable types other than `call_tool_mcp` may be passed
     /// (see [`protocol::ActionType::is_runnable`]).
-    pub async fn execute(&self, action: Action) -> Observation {
+    pub(crate) async fn execute(&self, action: Action) -> Observation {
         let mut obs = match action.kind {
             ActionKind::Run(args) => self.run(args, action.timeout).await,
             ActionKind::RunIpython(args) => {

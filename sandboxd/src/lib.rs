@@ -1,28 +1,38 @@
 //! sandboxd: the in-sandbox daemon that executes agent actions.
 //!
-//! Data path: [`server`] decodes an HTTP request into a `protocol::Action` and hands it to the
-//! [`executor::Executor`], the single owner of the sandbox's state, which dispatches it to
-//! [`bash`] (the persistent PTY shell), [`ipython`] (the IPython kernel), [`files`]
-//! (read/write and the `oh_aci` editor) or answers it directly; [`transfer`] serves uploads,
-//! downloads and listings.
+//! Data path: `server` decodes an HTTP request into a `protocol::Action` and hands it to the
+//! `executor::Executor`, the single owner of the sandbox's state, which dispatches it to
+//! `bash` (the persistent PTY shell), `ipython` (the IPython kernel), `files` (read/write and
+//! the `oh_aci` editor) or answers it directly; `transfer` serves uploads, downloads and
+//! listings.
+//!
+//! The library exists for the `sandboxd` binary: [`run`] serves until a shutdown signal,
+//! [`await_configuration`] and [`exec_configured`] are the pre-started mode, and
+//! [`exec_as_if_requested`] is the hidden privilege-dropping mode. The error types are public
+//! because [`RunError`] carries them; everything else is private to the crate.
 
-pub mod bash;
-pub mod config;
-pub mod executor;
-pub mod files;
-pub mod ipython;
-pub mod listen;
-pub mod observations;
-pub mod server;
-pub mod sysinfo;
-pub mod transfer;
-pub mod user;
+mod bash;
+mod config;
+mod executor;
+mod files;
+mod ipython;
+mod listen;
+mod observations;
+mod server;
+mod sysinfo;
+mod transfer;
+mod user;
 
 use std::future::Future;
 use std::time::Duration;
 
+pub use bash::{SessionError, SpawnError};
 pub use config::Cli;
-pub use listen::{ListenAddr, Listener};
+pub use executor::StartError;
+pub use listen::ListenAddr;
+pub use user::{UserError, exec_as_if_requested};
+
+use listen::Listener;
 
 /// Why sandboxd stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +85,7 @@ pub async fn run(
 
 /// Serves on an already bound `listener` until `shutdown` resolves; a Unix socket's file is
 /// removed when this returns.
-pub async fn serve(
+async fn serve(
     cli: Cli,
     listener: Listener,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -120,7 +130,7 @@ pub async fn serve(
 }
 
 /// Environment variables sandboxd drops before it re-executes itself with a configuration.
-pub const CONFIGURE_ONLY_ENV: &[&str] = &["SANDBOXD_CONFIGURE_KEY"];
+const CONFIGURE_ONLY_ENV: &[&str] = &["SANDBOXD_CONFIGURE_KEY"];
 
 /// The pre-started mode (`--await-configuration`): binds the listener described by `cli` and
 /// answers only `POST /configure` until one valid configuration arrives (returned) or
@@ -165,7 +175,8 @@ pub async fn await_configuration(
 }
 
 /// Replaces this process with sandboxd started with `request`'s arguments, and its environment
-/// plus `request.env` (minus [`CONFIGURE_ONLY_ENV`]). Returns only if that fails.
+/// plus `request.env` (minus `SANDBOXD_CONFIGURE_KEY`, which only the pre-started mode needs).
+/// Returns only if that fails.
 pub fn exec_configured(request: &protocol::api::ConfigureRequest) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     let exe = match std::env::current_exe() {

@@ -30,10 +30,10 @@ impl fmt::Display for ListenAddr {
     }
 }
 
-/// A bound listening socket, ready for [`serve`]. A Unix socket's file is removed when the
+/// A bound listening socket, ready for [`crate::serve`]. A Unix socket's file is removed when the
 /// listener is dropped (if it is still the socket this listener bound).
 #[derive(Debug)]
-pub struct Listener(Bound);
+pub(crate) struct Listener(Bound);
 
 #[derive(Debug)]
 enum Bound {
@@ -53,7 +53,7 @@ impl From<TcpListener> for Listener {
 impl Listener {
     /// Binds what `cli` asks for: the `--unix-socket` if given (PORT and `--host` are then
     /// ignored), else `--host`:PORT over TCP.
-    pub async fn bind(cli: &Cli) -> Result<Listener, RunError> {
+    pub(crate) async fn bind(cli: &Cli) -> Result<Listener, RunError> {
         match &cli.unix_socket {
             Some(path) => Self::bind_unix(path).await,
             None => Self::bind_tcp(SocketAddr::new(cli.host, cli.port)).await,
@@ -61,7 +61,7 @@ impl Listener {
     }
 
     /// Binds a TCP address (port 0 picks a free port).
-    pub async fn bind_tcp(addr: SocketAddr) -> Result<Listener, RunError> {
+    async fn bind_tcp(addr: SocketAddr) -> Result<Listener, RunError> {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| RunError::Bind {
@@ -78,7 +78,7 @@ impl Listener {
     /// file, a directory, a symlink) is left alone and the bind fails. The socket is made mode
     /// 0666: the session API key protects the API, and the directory's permissions decide who
     /// can reach the socket at all.
-    pub async fn bind_unix(path: &Path) -> Result<Listener, RunError> {
+    async fn bind_unix(path: &Path) -> Result<Listener, RunError> {
         let path = std::path::absolute(path)
             .map_err(|e| RunError::Config(format!("bad --unix-socket {}: {e}", path.display())))?;
         let bind_error = |source| RunError::Bind {
@@ -123,7 +123,7 @@ impl Listener {
     }
 
     /// Where this listener accepts connections.
-    pub fn local_addr(&self) -> std::io::Result<ListenAddr> {
+    pub(crate) fn local_addr(&self) -> std::io::Result<ListenAddr> {
         match &self.0 {
             Bound::Tcp(listener) => listener.local_addr().map(ListenAddr::Tcp),
             Bound::Unix { file, .. } => Ok(ListenAddr::Unix(file.path.clone())),

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    // Hidden mode used to start the shell as the sandbox user (see `sandboxd::user`).
-    if let Some(error) = sandboxd::user::exec_as_if_requested() {
+    // Hidden mode used to start the shell as the sandbox user (see `sandboxd::exec_as_if_requested`).
+    if let Some(error) = sandboxd::exec_as_if_requested() {
         eprintln!("sandboxd: {error}");
         return ExitCode::from(126);
     }

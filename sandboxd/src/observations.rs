@@ -16,7 +16,7 @@ fn observation(message: String, kind: ObservationKind, content: String) -> Obser
 }
 
 /// `error`: the message is the content.
-pub fn error(content: impl Into<String>) -> Observation {
+pub(crate) fn error(content: impl Into<String>) -> Observation {
     let content = content.into();
     observation(
         content.clone(),
@@ -26,7 +26,7 @@ pub fn error(content: impl Into<String>) -> Observation {
 }
 
 /// `run`: a command's output with the shell's metadata.
-pub fn run(
+pub(crate) fn run(
     command: &str,
     content: String,
     metadata: CmdOutputMetadata,
@@ -53,7 +53,7 @@ pub fn run(
 }
 
 /// `run_ipython`: a cell's output.
-pub fn ipython(code: &str, content: String, image_urls: Option<Vec<String>>) -> Observation {
+pub(crate) fn ipython(code: &str, content: String, image_urls: Option<Vec<String>>) -> Observation {
     let mut obs = observation(
         "Code executed in IPython cell.".to_owned(),
         ObservationKind::RunIpython(IPythonRunCellExtras {
@@ -67,7 +67,7 @@ pub fn ipython(code: &str, content: String, image_urls: Option<Vec<String>>) -> 
 }
 
 /// `read`: file content (default mode) or the editor's view (`oh_aci`).
-pub fn read(path: &str, impl_source: FileReadSource, content: String) -> Observation {
+pub(crate) fn read(path: &str, impl_source: FileReadSource, content: String) -> Observation {
     observation(
         format!("I read the file {path}."),
         ObservationKind::Read(FileReadExtras {
@@ -79,7 +79,7 @@ pub fn read(path: &str, impl_source: FileReadSource, content: String) -> Observa
 }
 
 /// `write`: always empty content.
-pub fn write(path: &str) -> Observation {
+pub(crate) fn write(path: &str) -> Observation {
     observation(
         format!("I wrote to the file {path}."),
         ObservationKind::Write(FileWriteExtras {
@@ -90,7 +90,7 @@ pub fn write(path: &str) -> Observation {
 }
 
 /// `edit`: the editor's output; `old_content`/`new_content` echo the action's `old_str`/`new_str`.
-pub fn edit(
+pub(crate) fn edit(
     path: &str,
     content: String,
     old_str: Option<String>,

@@ -23,11 +23,11 @@ use crate::sysinfo::{self, CpuMeter};
 use crate::transfer::{self, TransferError};
 
 /// The OpenAPI document served at `/openapi.json`.
-pub const OPENAPI: &str = include_str!("../openapi.json");
+const OPENAPI: &str = include_str!("../openapi.json");
 
 /// Shared state of the handlers.
 #[derive(Debug)]
-pub struct AppState {
+struct AppState {
     executor: Executor,
     api_key: Option<String>,
     started: Instant,
@@ -37,15 +37,15 @@ pub struct AppState {
 
 /// Limits of the HTTP layer.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Largest JSON body.
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
     /// Largest upload.
-    pub max_upload_bytes: usize,
+    pub(crate) max_upload_bytes: usize,
 }
 
 /// The router with every endpoint.
-pub fn router(executor: Executor, api_key: Option<String>, limits: Limits) -> Router {
+pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits) -> Router {
     let state = Arc::new(AppState {
         executor,
         api_key,
@@ -82,7 +82,7 @@ type Configured = Mutex<Option<tokio::sync::oneshot::Sender<ConfigureRequest>>>;
 /// The router of the pre-started mode (`--await-configuration`): `POST /configure` with
 /// `key` as `X-Session-API-Key` validates the arguments and hands the request to `configured`;
 /// everything else answers 503 (not ready), `/alive` included.
-pub fn configure_router(
+pub(crate) fn configure_router(
     key: String,
     configured: tokio::sync::oneshot::Sender<ConfigureRequest>,
 ) -> Router {
@@ -218,7 +218,7 @@ async fn server_info(State(state): State<Arc<AppState>>) -> axum::Json<ServerInf
 
 /// Why an `/execute_action` body is not an executable action.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum ActionError {
+enum ActionError {
     /// The body holds an observation (or something else that is no action).
     #[error("400: Invalid action type")]
     NotAnAction,
@@ -242,7 +242,7 @@ fn available_actions() -> String {
 }
 
 /// Decodes the `action` member of an `/execute_action` body.
-pub fn decode_action(value: Value) -> Result<Action, ActionError> {
+fn decode_action(value: Value) -> Result<Action, ActionError> {
     let Value::Object(mut map) = value else {
         return Err(ActionError::NotAnAction);
     };

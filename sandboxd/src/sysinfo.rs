@@ -9,7 +9,7 @@ use sandbox_common::ProcStat;
 
 /// Remembers the previous CPU reading so `cpu_percent` covers the time since the last call.
 #[derive(Debug)]
-pub struct CpuMeter {
+pub(crate) struct CpuMeter {
     last: Mutex<(Instant, f64)>,
 }
 
@@ -23,7 +23,7 @@ impl Default for CpuMeter {
 
 impl CpuMeter {
     /// CPU use of this process since the previous call, in percent of one core.
-    pub fn percent(&self) -> f64 {
+    fn percent(&self) -> f64 {
         let now = Instant::now();
         let cpu = cpu_seconds().unwrap_or(0.0);
         let Ok(mut last) = self.last.lock() else {
@@ -41,7 +41,7 @@ impl CpuMeter {
 }
 
 /// All resource figures; `disk_path` names the file system to report.
-pub fn resources(cpu: &CpuMeter, disk_path: &Path) -> Resources {
+pub(crate) fn resources(cpu: &CpuMeter, disk_path: &Path) -> Resources {
     Resources {
         cpu_percent: cpu.percent(),
         memory: memory(),

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use nix::unistd::{Gid, Uid};
 
 /// The first argument that selects the hidden exec-as mode.
-pub const EXEC_AS_FLAG: &str = "--internal-exec-as";
+const EXEC_AS_FLAG: &str = "--internal-exec-as";
 
 /// The password database. Read directly, not through `getpwnam`: that goes through NSS, which a
 /// statically linked sandboxd (the one put into images) cannot rely on.
@@ -28,17 +28,17 @@ const GROUP_FILE: &str = "/etc/group";
 
 /// A user to run the shell (and later the kernel) as.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunAs {
+pub(crate) struct RunAs {
     /// Login name.
-    pub name: String,
+    pub(crate) name: String,
     /// Numeric user id.
-    pub uid: u32,
+    pub(crate) uid: u32,
     /// Primary group id.
-    pub gid: u32,
+    pub(crate) gid: u32,
     /// Home directory.
-    pub home: PathBuf,
+    pub(crate) home: PathBuf,
     /// Login shell from the password database.
-    pub shell: PathBuf,
+    shell: PathBuf,
 }
 
 /// Errors resolving the shell user.
@@ -63,7 +63,7 @@ pub enum UserError {
 ///
 /// Only root can switch; when sandboxd is not root it runs everything as itself (local use).
 /// Root asked for root needs no switch either.
-pub fn resolve(username: &str, user_id: u32) -> Result<Option<RunAs>, UserError> {
+pub(crate) fn resolve(username: &str, user_id: u32) -> Result<Option<RunAs>, UserError> {
     if !Uid::effective().is_root() {
         return Ok(None);
     }
@@ -161,7 +161,7 @@ fn read_groups(group_file: &Path, name: &str, gid: u32) -> Result<Vec<u32>, Stri
 }
 
 /// The program and arguments that run `program args...` as `user`.
-pub fn wrap_command(user: &RunAs, program: &str, args: &[&str]) -> Vec<OsString> {
+pub(crate) fn wrap_command(user: &RunAs, program: &str, args: &[&str]) -> Vec<OsString> {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
     let mut argv: Vec<OsString> = vec![
         exe.into_os_string(),

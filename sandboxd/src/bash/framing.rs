@@ -8,7 +8,7 @@
 
 /// What the framer found in a chunk of PTY output, in stream order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Segment {
+pub(crate) enum Segment {
     /// Bytes the command printed.
     Output(Vec<u8>),
     /// Bash has read a command and is about to run it (`PS0`).
@@ -19,19 +19,19 @@ pub enum Segment {
 
 /// The shell state printed with each prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PromptState {
+pub(crate) struct PromptState {
     /// `$?` of the last command.
-    pub exit_code: i64,
+    pub(crate) exit_code: i64,
     /// `$!`, or −1 when no background job was started yet.
-    pub pid: i64,
+    pub(crate) pid: i64,
     /// `\u`.
-    pub username: String,
+    pub(crate) username: String,
     /// `\h`.
-    pub hostname: String,
+    pub(crate) hostname: String,
     /// `$PWD`.
-    pub working_dir: String,
+    pub(crate) working_dir: String,
     /// `$PATH`, to resolve `python` the way `which` would, without a fork per prompt.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 const FIELD_SEP: u8 = 0x1f;
@@ -40,7 +40,7 @@ const MAX_PAYLOAD: usize = 256 * 1024;
 
 /// Splits the PTY stream into output and markers; keeps partial markers across chunks.
 #[derive(Debug)]
-pub struct Framer {
+pub(crate) struct Framer {
     /// `ESC _ sbx <token>`.
     prefix: Vec<u8>,
     /// Bytes held back because they may be the start of a marker.
@@ -49,7 +49,7 @@ pub struct Framer {
 
 impl Framer {
     /// A framer for the markers of `token`.
-    pub fn new(token: &str) -> Self {
+    pub(crate) fn new(token: &str) -> Self {
         let mut prefix = b"\x1b_sbx".to_vec();
         prefix.extend_from_slice(token.as_bytes());
         Framer {
@@ -59,19 +59,19 @@ impl Framer {
     }
 
     /// The `PS0` value that prints the start marker.
-    pub fn ps0(token: &str) -> String {
+    pub(crate) fn ps0(token: &str) -> String {
         format!("\\e_sbx{token}S\\e\\\\")
     }
 
     /// The `PS1` value that prints the end marker. `$__sbx_ec` is set by `PROMPT_COMMAND`.
-    pub fn ps1(token: &str) -> String {
+    pub(crate) fn ps1(token: &str) -> String {
         format!(
             "\\e_sbx{token}E${{__sbx_ec}}\\037$!\\037\\u\\037\\h\\037${{PWD}}\\037${{PATH}}\\e\\\\"
         )
     }
 
     /// Splits `chunk` (appended to any held-back bytes) into segments.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<Segment> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<Segment> {
         let mut buf = std::mem::take(&mut self.pending);
         buf.extend_from_slice(chunk);
         let mut segments = Vec::new();

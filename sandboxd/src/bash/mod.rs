@@ -5,11 +5,13 @@
 //! text; `output` keeps each command's output window and full-output file; `split` counts the
 //! top-level statements of a command.
 
-pub mod framing;
-pub mod output;
-pub mod pty;
-pub mod render;
-pub mod session;
-pub mod split;
+mod framing;
+mod output;
+mod pty;
+mod render;
+mod session;
+mod split;
 
-pub use session::{BashSession, SessionError, ShellConfig};
+pub use pty::SpawnError;
+pub use session::SessionError;
+pub(crate) use session::{BashSession, ShellConfig, python_float};

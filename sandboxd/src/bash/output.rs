@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::render::Screen;
 
 /// Lines kept for an observation, as the reference's tmux history (10 000 + a visible margin).
-pub const MAX_LINES: usize = 10_013;
+const MAX_LINES: usize = 10_013;
 /// Characters kept for an observation, so that a few huge lines cannot exhaust memory.
 const MAX_WINDOW_CHARS: usize = 32 * 1024 * 1024;
 /// Bytes written to one spool file before it stops growing.
@@ -17,7 +17,7 @@ const MAX_SPOOL_BYTES: u64 = 512 * 1024 * 1024;
 
 /// Output of one command, from its first byte until the agent has seen its end.
 #[derive(Debug)]
-pub struct CommandOutput {
+pub(crate) struct CommandOutput {
     screen: Screen,
     window: VecDeque<String>,
     window_chars: usize,
@@ -30,7 +30,7 @@ pub struct CommandOutput {
 
 impl CommandOutput {
     /// Starts collecting; the whole output also goes to `spool_path`.
-    pub fn new(spool_path: PathBuf) -> Self {
+    pub(crate) fn new(spool_path: PathBuf) -> Self {
         CommandOutput {
             screen: Screen::new(),
             window: VecDeque::new(),
@@ -42,12 +42,12 @@ impl CommandOutput {
     }
 
     /// Path of the file with the complete output.
-    pub fn spool_path(&self) -> &Path {
+    pub(crate) fn spool_path(&self) -> &Path {
         &self.spool.path
     }
 
     /// Adds raw terminal bytes.
-    pub fn feed(&mut self, bytes: &[u8]) {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
         self.screen.feed(bytes);
         for line in self.screen.take_lines() {
             self.push_line(line);
@@ -55,7 +55,7 @@ impl CommandOutput {
     }
 
     /// Ends the unfinished line (the command is over).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.screen.has_partial() {
             self.screen.feed(b"\n");
             for line in self.screen.take_lines() {
@@ -80,7 +80,7 @@ impl CommandOutput {
 
     /// Takes what appeared since the previous call: the text, and the number of lines kept when
     /// older lines had to be dropped.
-    pub fn take(&mut self) -> (String, Option<usize>) {
+    pub(crate) fn take(&mut self) -> (String, Option<usize>) {
         let mut lines: Vec<String> = self.window.drain(..).collect();
         self.window_chars = 0;
         let partial = self.screen.partial_line();

@@ -21,7 +21,7 @@ use crate::user::{RunAs, wrap_command};
 
 /// What the I/O threads report to the session actor.
 #[derive(Debug)]
-pub enum PtyEvent {
+pub(crate) enum PtyEvent {
     /// Bytes from the terminal.
     Output(Vec<u8>),
     /// The shell process exited with this status (128 + signal when killed).
@@ -32,13 +32,13 @@ pub enum PtyEvent {
 
 /// How to start the shell.
 #[derive(Debug, Clone)]
-pub struct SpawnSpec<'a> {
+pub(crate) struct SpawnSpec<'a> {
     /// Initial working directory.
-    pub cwd: &'a Path,
+    pub(crate) cwd: &'a Path,
     /// Switch to this user first.
-    pub run_as: Option<&'a RunAs>,
+    pub(crate) run_as: Option<&'a RunAs>,
     /// Start a login shell (reads the profile files) rather than a bare one.
-    pub login: bool,
+    pub(crate) login: bool,
 }
 
 /// Errors starting a shell; retrying rarely helps (missing bash, no PTYs left).
@@ -57,7 +57,7 @@ pub enum SpawnError {
 
 /// A running shell on a PTY. Dropping it kills the shell's whole session and reaps it.
 #[derive(Debug)]
-pub struct Pty {
+pub(crate) struct Pty {
     pid: i32,
     /// Our own handle on the terminal's slave side, used for termios changes.
     slave: Option<File>,
@@ -74,7 +74,9 @@ const SIZE: PtySize = PtySize {
 
 impl Pty {
     /// Starts bash; output and exit are reported on the returned channel.
-    pub fn spawn(spec: &SpawnSpec<'_>) -> Result<(Pty, mpsc::Receiver<PtyEvent>), SpawnError> {
+    pub(crate) fn spawn(
+        spec: &SpawnSpec<'_>,
+    ) -> Result<(Pty, mpsc::Receiver<PtyEvent>), SpawnError> {
         let pair = native_pty_system()
             .openpty(SIZE)
             .map_err(|e| SpawnError::Spawn(e.to_string()))?;
@@ -200,18 +202,13 @@ impl Pty {
         ))
     }
 
-    /// The shell's pid (also its process group and session id).
-    pub fn pid(&self) -> i32 {
-        self.pid
-    }
-
     /// Queues bytes for the terminal's input; never blocks.
-    pub fn write(&self, bytes: &[u8]) {
+    pub(crate) fn write(&self, bytes: &[u8]) {
         let _ = self.input.send(bytes.to_vec());
     }
 
     /// Switches the terminal mode (see [`Mode`]).
-    pub fn set_mode(&self, mode: Mode) {
+    pub(crate) fn set_mode(&self, mode: Mode) {
         if let Some(slave) = &self.slave
             && let Err(e) = set_mode(slave, mode)
         {
@@ -221,12 +218,12 @@ impl Pty {
 
     /// Closes our handle on the terminal so that the reader sees the end once the shell's
     /// processes are gone.
-    pub fn release_terminal(&mut self) {
+    pub(crate) fn release_terminal(&mut self) {
         self.slave = None;
     }
 
     /// Kills every process of the shell's session (background jobs included).
-    pub fn kill_session(&self) {
+    pub(crate) fn kill_session(&self) {
         kill_session(self.pid);
     }
 }
@@ -242,7 +239,7 @@ impl Drop for Pty {
 /// The two terminal modes the session uses. Echo is always off: the observation must never
 /// contain the typed command or input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Bash is reading a command: non-canonical, so a command line of any length reaches bash
     /// intact (canonical mode would cut lines at 4095 bytes).
     Prompt,
@@ -267,7 +264,7 @@ fn set_mode(slave: &File, mode: Mode) -> nix::Result<()> {
 }
 
 /// SIGKILLs every process whose session id is `sid`, then the group, then the leader.
-pub fn kill_session(sid: i32) {
+fn kill_session(sid: i32) {
     for pid in session_members(sid) {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }

@@ -25,13 +25,13 @@
 use std::fmt;
 
 /// Width of the terminal the PTY reports, in columns; `\r` and column moves act on rows this wide.
-pub const TERMINAL_COLUMNS: usize = 1000;
+const TERMINAL_COLUMNS: usize = 1000;
 
 /// Longest line kept before it is broken into several (a multiple of [`TERMINAL_COLUMNS`]).
-pub const MAX_LINE_CHARS: usize = 1024 * TERMINAL_COLUMNS;
+const MAX_LINE_CHARS: usize = 1024 * TERMINAL_COLUMNS;
 
 /// A streaming renderer of terminal output into lines.
-pub struct Screen {
+pub(crate) struct Screen {
     parser: vte::Parser,
     lines: Lines,
 }
@@ -58,7 +58,7 @@ struct Lines {
 
 impl Screen {
     /// An empty screen, cursor at the first column.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             parser: vte::Parser::new(),
             lines: Lines::default(),
@@ -66,17 +66,17 @@ impl Screen {
     }
 
     /// Feed raw bytes (any chunking: an escape sequence or UTF-8 char may be split across calls).
-    pub fn feed(&mut self, bytes: &[u8]) {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
         self.parser.advance(&mut self.lines, bytes);
     }
 
     /// Take the lines finished (by `\n`) since the last call, each with trailing spaces removed.
-    pub fn take_lines(&mut self) -> Vec<String> {
+    pub(crate) fn take_lines(&mut self) -> Vec<String> {
         std::mem::take(&mut self.lines.finished)
     }
 
     /// The current unfinished line as rendered so far (trailing spaces removed).
-    pub fn partial_line(&self) -> String {
+    pub(crate) fn partial_line(&self) -> String {
         if self.lines.in_cells {
             render(&self.lines.cells)
         } else {
@@ -85,7 +85,7 @@ impl Screen {
     }
 
     /// Whether the current unfinished line has any content.
-    pub fn has_partial(&self) -> bool {
+    pub(crate) fn has_partial(&self) -> bool {
         if self.lines.in_cells {
             self.lines.cells.iter().any(|c| !c.is_whitespace())
         } else {

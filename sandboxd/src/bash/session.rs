@@ -29,17 +29,17 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What every shell of this daemon shares.
 #[derive(Debug)]
-pub struct ShellConfig {
+pub(crate) struct ShellConfig {
     /// The user shells run as (`None`: sandboxd's own user).
-    pub run_as: Option<RunAs>,
+    pub(crate) run_as: Option<RunAs>,
     /// Start login shells.
-    pub login: bool,
+    pub(crate) login: bool,
     /// The no-output timeout of non-blocking commands.
-    pub no_change_timeout: Duration,
+    pub(crate) no_change_timeout: Duration,
     /// Directory of the full-output files.
-    pub output_dir: PathBuf,
+    pub(crate) output_dir: PathBuf,
     /// Numbers the full-output files across all sessions.
-    pub command_seq: AtomicU64,
+    pub(crate) command_seq: AtomicU64,
 }
 
 /// Errors starting a session.
@@ -60,7 +60,7 @@ pub enum SessionError {
 
 /// Handle of a bash session; cheap to clone. The shell dies with the last handle.
 #[derive(Debug, Clone)]
-pub struct BashSession {
+pub(crate) struct BashSession {
     requests: mpsc::Sender<Request>,
     state: watch::Receiver<Option<PromptState>>,
 }
@@ -74,7 +74,10 @@ struct Request {
 
 impl BashSession {
     /// Starts a shell in `cwd` and waits for its first prompt.
-    pub async fn start(config: Arc<ShellConfig>, cwd: PathBuf) -> Result<Self, SessionError> {
+    pub(crate) async fn start(
+        config: Arc<ShellConfig>,
+        cwd: PathBuf,
+    ) -> Result<Self, SessionError> {
         let token = random_token();
         let shell = Shell::start(&config, &token, &cwd).await?;
         let (state_tx, state) = watch::channel(shell.last_state.clone());
@@ -92,7 +95,7 @@ impl BashSession {
     }
 
     /// Runs one `run` action. `timeout` is the action's hard timeout in seconds.
-    pub async fn run(&self, args: CmdRunArgs, timeout: Option<f64>) -> Observation {
+    pub(crate) async fn run(&self, args: CmdRunArgs, timeout: Option<f64>) -> Observation {
         let (reply, rx) = oneshot::channel();
         let hidden = args.hidden;
         let command = args.command.trim().to_owned();
@@ -109,16 +112,11 @@ impl BashSession {
     }
 
     /// The shell's working directory after its last command.
-    pub fn cwd(&self) -> Option<PathBuf> {
+    pub(crate) fn cwd(&self) -> Option<PathBuf> {
         self.state
             .borrow()
             .as_ref()
             .map(|s| PathBuf::from(&s.working_dir))
-    }
-
-    /// Resolves when the working directory may have changed.
-    pub async fn changed(&mut self) -> bool {
-        self.state.changed().await.is_ok()
     }
 }
 
@@ -591,7 +589,7 @@ impl Current {
 }
 
 /// A float as Python's `str()` prints it (`2.5`, `1.0`, `120.0`).
-pub fn python_float(value: f64) -> String {
+pub(crate) fn python_float(value: f64) -> String {
     format!("{value:?}")
 }
 

@@ -61,7 +61,7 @@ fn is_printable_ascii(b: u8) -> bool {
 /// decodes with confidence above 0.9, this asks whether it is UTF-16 with a byte order mark,
 /// non-ASCII UTF-8, or a legacy encoding `chardetng` recognises with plausible text — in each
 /// case without NUL bytes except for UTF-16.
-pub(crate) fn is_binary_bytes(chunk: &[u8], complete: bool) -> bool {
+fn is_binary_bytes(chunk: &[u8], complete: bool) -> bool {
     if chunk.is_empty() {
         return false;
     }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 /// An opcode tag of `SequenceMatcher.get_opcodes()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tag {
+enum Tag {
     Equal,
     Replace,
     Delete,
@@ -15,18 +15,18 @@ pub(crate) enum Tag {
 
 /// `(tag, i1, i2, j1, j2)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Opcode {
-    pub(crate) tag: Tag,
-    pub(crate) i1: usize,
-    pub(crate) i2: usize,
-    pub(crate) j1: usize,
-    pub(crate) j2: usize,
+struct Opcode {
+    tag: Tag,
+    i1: usize,
+    i2: usize,
+    j1: usize,
+    j2: usize,
 }
 
 /// `difflib.SequenceMatcher(None, a, b)` over sequences of hashable items, with the
 /// "popular element" autojunk heuristic for `b` of 200 or more items.
 #[derive(Debug)]
-pub(crate) struct SequenceMatcher {
+struct SequenceMatcher {
     /// `a` and `b` mapped to small integer ids (equal items, equal ids).
     a: Vec<u32>,
     b: Vec<u32>,
@@ -36,7 +36,7 @@ pub(crate) struct SequenceMatcher {
 
 impl SequenceMatcher {
     /// Builds the matcher (`set_seqs` + `__chain_b`).
-    pub(crate) fn new<T: std::hash::Hash + Eq>(a: &[T], b: &[T]) -> Self {
+    fn new<T: std::hash::Hash + Eq>(a: &[T], b: &[T]) -> Self {
         let mut ids: HashMap<&T, u32> = HashMap::new();
         let mut intern = |item| {
             let next = ids.len() as u32;
@@ -118,7 +118,7 @@ impl SequenceMatcher {
     }
 
     /// `get_matching_blocks()`, sentinel `(len(a), len(b), 0)` included.
-    pub(crate) fn matching_blocks(&self) -> Vec<(usize, usize, usize)> {
+    fn matching_blocks(&self) -> Vec<(usize, usize, usize)> {
         let (la, lb) = (self.a.len(), self.b.len());
         let mut scratch = Scratch::new(lb);
         let mut queue = vec![(0, la, 0, lb)];
@@ -157,7 +157,7 @@ impl SequenceMatcher {
     }
 
     /// `get_opcodes()`.
-    pub(crate) fn opcodes(&self) -> Vec<Opcode> {
+    fn opcodes(&self) -> Vec<Opcode> {
         let (mut i, mut j) = (0, 0);
         let mut answer = Vec::new();
         for (ai, bj, size) in self.matching_blocks() {
@@ -194,7 +194,7 @@ impl SequenceMatcher {
     }
 
     /// `get_grouped_opcodes(n)`.
-    pub(crate) fn grouped_opcodes(&self, n: usize) -> Vec<Vec<Opcode>> {
+    fn grouped_opcodes(&self, n: usize) -> Vec<Vec<Opcode>> {
         let mut codes = self.opcodes();
         if codes.is_empty() {
             codes.push(Opcode {
@@ -294,13 +294,7 @@ fn format_range_unified(start: usize, stop: usize) -> String {
 /// `difflib.unified_diff(a, b, fromfile, tofile, n=n)` with the default `lineterm="\n"`: the
 /// lines as Python yields them (header and hunk lines end in `\n`, content lines are the items
 /// with their one-character prefix).
-pub(crate) fn unified_diff(
-    a: &[&str],
-    b: &[&str],
-    fromfile: &str,
-    tofile: &str,
-    n: usize,
-) -> Vec<String> {
+fn unified_diff(a: &[&str], b: &[&str], fromfile: &str, tofile: &str, n: usize) -> Vec<String> {
     let matcher = SequenceMatcher::new(a, b);
     let mut out = Vec::new();
     for (index, group) in matcher.grouped_opcodes(n).iter().enumerate() {

@@ -145,7 +145,7 @@ impl State {
 /// The `oh_aci` editor: per-file undo history (at most 10 entries per file, newest last) and an
 /// encoding cache keyed by path and mtime. Methods take `&self`; state sits behind mutexes, and
 /// commands that modify files are serialised so that concurrent edits cannot interleave.
-pub struct Editor {
+pub(crate) struct Editor {
     state: Mutex<State>,
     edits: Mutex<()>,
 }
@@ -256,7 +256,7 @@ fn is_dir(path: &str) -> bool {
 
 impl Editor {
     /// An editor with empty history and caches.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Editor {
             state: Mutex::new(State::default()),
             edits: Mutex::new(()),
@@ -270,7 +270,7 @@ impl Editor {
     /// The `edit` action (all five commands + validation), returning an `edit` observation:
     /// content = output or `ERROR:\n{message}`, `diff` = unified diff of the file before and
     /// after (`""` for `view` and on error).
-    pub fn edit(&self, args: &FileEditArgs, ctx: &FileContext) -> Observation {
+    pub(crate) fn edit(&self, args: &FileEditArgs, ctx: &FileContext) -> Observation {
         let respond = |content: String, diff: String| {
             observations::edit(
                 &args.path,

@@ -18,7 +18,7 @@ const MAX_CHARS: usize = 16_000;
 pub(crate) const DIRECTORY_TRUNCATED_NOTICE: &str = "<response clipped><NOTE>Due to the max output limit, only part of this directory has been shown to you. You should use `ls -la` instead to view large directories incrementally.</NOTE>";
 
 /// Appended to other output (here: find's error text) cut at [`MAX_CHARS`].
-pub(crate) const GENERIC_TRUNCATED_NOTICE: &str = "<response clipped><NOTE>Due to the max output limit, only part of the full response has been shown to you.</NOTE>";
+const GENERIC_TRUNCATED_NOTICE: &str = "<response clipped><NOTE>Due to the max output limit, only part of the full response has been shown to you.</NOTE>";
 
 /// One printed entry: its path bytes (what `sort` compares) and whether it is a directory
 /// (symlinks followed, as Python's `Path.is_dir()` does when the reference adds the `/`).

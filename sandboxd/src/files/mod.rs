@@ -23,23 +23,23 @@ use protocol::action::{FileReadArgs, FileReadSource, FileWriteArgs};
 
 use crate::observations;
 
-pub use editor::Editor;
+pub(crate) use editor::Editor;
 
 /// Where file actions resolve paths and whom new files belong to.
 #[derive(Debug, Clone, Copy)]
-pub struct FileContext<'a> {
+pub(crate) struct FileContext<'a> {
     /// The bash session's current directory: relative paths of `read`/`write` resolve here.
-    pub cwd: &'a Path,
+    pub(crate) cwd: &'a Path,
     /// `--working-dir`: used by the editor's "Maybe you meant {initial_dir}/{path}?" hint.
-    pub initial_dir: &'a Path,
+    pub(crate) initial_dir: &'a Path,
     /// `(uid, gid)` to chown new files to (when the daemon runs as root); `None` = leave as is.
-    pub owner: Option<(u32, u32)>,
+    pub(crate) owner: Option<(u32, u32)>,
 }
 
 /// The `read` action. Both modes first sniff the file (resolved against `ctx.cwd`) and answer
 /// `ERROR_BINARY_FILE` for binary content; `oh_aci` then runs the editor's `view` (a `read`
 /// observation with the path as given), the default mode returns the selected lines.
-pub fn read(args: &FileReadArgs, ctx: &FileContext, editor: &Editor) -> Observation {
+pub(crate) fn read(args: &FileReadArgs, ctx: &FileContext, editor: &Editor) -> Observation {
     let abs = read_write::resolve(&args.path, ctx.cwd);
     if binary::is_binary_file(Path::new(&abs)) {
         return observations::error("ERROR_BINARY_FILE");
@@ -55,6 +55,6 @@ pub fn read(args: &FileReadArgs, ctx: &FileContext, editor: &Editor) -> Observat
 
 /// The `write` action: replaces lines `[start, end)` of the file (the whole file by default)
 /// with the content's lines, each followed by `\n`; creates the file and its parents if needed.
-pub fn write(args: &FileWriteArgs, ctx: &FileContext) -> Observation {
+pub(crate) fn write(args: &FileWriteArgs, ctx: &FileContext) -> Observation {
     read_write::write(args, ctx)
 }

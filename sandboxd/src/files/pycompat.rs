@@ -6,7 +6,7 @@ use std::io;
 
 /// `str.isspace()` for one character: Unicode White_Space plus the ASCII separators
 /// U+001C..U+001F that Python also counts (Rust's `char::is_whitespace` does not).
-pub(crate) fn is_py_space(c: char) -> bool {
+fn is_py_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
@@ -130,7 +130,7 @@ fn is_py_printable(c: char) -> bool {
 }
 
 /// `repr(s)` of a Python `str`.
-pub(crate) fn py_repr_str(s: &str) -> String {
+fn py_repr_str(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 /// Content of a cell that printed nothing.
-pub const NO_OUTPUT: &str = "[Code executed successfully with no output]";
+const NO_OUTPUT: &str = "[Code executed successfully with no output]";
 
 /// Text kept per cell; the reference has no limit, this only stops a runaway cell from taking
 /// all memory.
@@ -13,7 +13,7 @@ const MAX_TEXT_BYTES: usize = 64 * 1024 * 1024;
 
 /// Outputs of one `execute_request`, collected from the IOPub messages whose parent it is.
 #[derive(Debug, Default)]
-pub struct CellOutput {
+pub(crate) struct CellOutput {
     texts: Vec<String>,
     bytes: usize,
     truncated: bool,
@@ -21,12 +21,12 @@ pub struct CellOutput {
     /// An `error` ended the cell: later outputs are not part of its result.
     errored: bool,
     /// Content of the `execute_reply`, once it arrived.
-    pub reply: Option<Value>,
+    pub(crate) reply: Option<Value>,
 }
 
 impl CellOutput {
     /// Takes one IOPub message of this cell into account (`status` is handled by the caller).
-    pub fn absorb(&mut self, msg_type: &str, content: &Value) {
+    pub(crate) fn absorb(&mut self, msg_type: &str, content: &Value) {
         if self.errored {
             return;
         }
@@ -77,13 +77,13 @@ impl CellOutput {
     }
 
     /// Whether any text part arrived.
-    pub fn has_text(&self) -> bool {
+    pub(crate) fn has_text(&self) -> bool {
         !self.texts.is_empty()
     }
 
     /// The cell's text (parts concatenated, colours stripped, or [`NO_OUTPUT`]) and its images
     /// (`None` when there were none).
-    pub fn render(&self) -> (String, Option<Vec<String>>) {
+    pub(crate) fn render(&self) -> (String, Option<Vec<String>>) {
         let text = if self.texts.is_empty() {
             NO_OUTPUT.to_owned()
         } else {
@@ -104,7 +104,7 @@ fn mime_text(value: &Value) -> Option<String> {
 }
 
 /// Removes SGR sequences matching `\x1B\[\d+(;\d+){0,2}m`, and only those.
-pub fn strip_sgr(text: &str) -> String {
+fn strip_sgr(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
@@ -148,13 +148,13 @@ fn sgr_len(b: &[u8]) -> Option<usize> {
 }
 
 /// Python's `str.rstrip()`.
-pub fn py_rstrip(s: &str) -> &str {
+pub(crate) fn py_rstrip(s: &str) -> &str {
     s.trim_end_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
 
 /// The observation content: the text without trailing whitespace, then, with `include_extra`,
 /// the working directory (the shell's) and the kernel's interpreter.
-pub fn final_content(text: &str, include_extra: bool, cwd: &str, python: &str) -> String {
+pub(crate) fn final_content(text: &str, include_extra: bool, cwd: &str, python: &str) -> String {
     let mut content = py_rstrip(text).to_owned();
     if include_extra {
         content.push_str(&format!(

@@ -43,18 +43,18 @@ const STDERR_TAIL: usize = 4096;
 
 /// How to start a kernel.
 #[derive(Debug, Clone, Copy)]
-pub struct KernelSpec<'a> {
+pub(crate) struct KernelSpec<'a> {
     /// The Python interpreter (a path, or a name looked up on `PATH`).
-    pub python: &'a str,
+    pub(crate) python: &'a str,
     /// Switch to this user first.
-    pub run_as: Option<&'a RunAs>,
+    pub(crate) run_as: Option<&'a RunAs>,
     /// Initial working directory.
-    pub cwd: &'a Path,
+    pub(crate) cwd: &'a Path,
 }
 
 /// How a request ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Finish {
+pub(crate) enum Finish {
     /// The kernel finished it (`execute_reply` and `status: idle` arrived).
     Done,
     /// The deadline passed first; the request may still be running.
@@ -66,7 +66,7 @@ pub enum Finish {
 }
 
 /// A running kernel. Dropping it SIGKILLs its process group; a waiter task reaps it.
-pub struct Kernel {
+pub(crate) struct Kernel {
     group: Group,
     shell: Connection<zeromq::DealerSendHalf>,
     shell_rx: mpsc::Receiver<Incoming>,
@@ -109,7 +109,10 @@ impl Drop for Group {
 impl Kernel {
     /// Starts a kernel and waits until it answers on both the shell and the IOPub sockets,
     /// at most until `deadline`.
-    pub async fn start(spec: &KernelSpec<'_>, deadline: Instant) -> Result<Kernel, KernelError> {
+    pub(crate) async fn start(
+        spec: &KernelSpec<'_>,
+        deadline: Instant,
+    ) -> Result<Kernel, KernelError> {
         let dir = private_dir(spec.run_as)?;
         let no_randomness =
             |e: RandomError| KernelError::Setup(format!("no randomness for the HMAC key: {e}"));
@@ -228,7 +231,7 @@ impl Kernel {
     }
 
     /// The kernel's process id (also its process group).
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.group.pid
     }
 
@@ -265,7 +268,7 @@ impl Kernel {
     }
 
     /// Sends an `execute_request` and returns its `msg_id`.
-    pub async fn execute(
+    async fn execute(
         &mut self,
         code: &str,
         silent: bool,
@@ -300,7 +303,7 @@ impl Kernel {
 
     /// Sends an `execute_request` and waits for it as [`Kernel::wait`] does; returns its
     /// `msg_id` (empty when it could not be sent, which counts as the kernel dying).
-    pub async fn request(
+    pub(crate) async fn request(
         &mut self,
         code: &str,
         silent: bool,
@@ -318,13 +321,13 @@ impl Kernel {
     }
 
     /// How the kernel process exited, if it has.
-    pub fn exit_status(&self) -> Option<String> {
+    pub(crate) fn exit_status(&self) -> Option<String> {
         self.group.exit.borrow().clone()
     }
 
     /// Collects the outputs of request `id` into `out` until it finishes, the kernel dies or
     /// `deadline` passes. Messages of other requests are dropped.
-    pub async fn wait(
+    pub(crate) async fn wait(
         &mut self,
         id: &str,
         deadline: Option<Instant>,
@@ -392,25 +395,25 @@ impl Kernel {
     }
 
     /// Whether the process runs and both sockets are open, as far as sandboxd has noticed.
-    pub fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         self.exit_status().is_none() && !self.shell_rx.is_closed() && !self.iopub_rx.is_closed()
     }
 
     /// Interrupts the running cell: SIGINT to the kernel's process group, as `jupyter_client`
     /// does. An idle ipykernel ignores SIGINT, so a late interrupt does no harm.
-    pub fn interrupt(&self) {
+    pub(crate) fn interrupt(&self) {
         if let Err(e) = killpg(Pid::from_raw(self.group.pid), Signal::SIGINT) {
             tracing::warn!(pid = self.group.pid, error = %e, "cannot interrupt the kernel");
         }
     }
 
     /// Resolves when the kernel process has exited, with a description of how.
-    pub async fn exited(&mut self) -> String {
+    pub(crate) async fn exited(&mut self) -> String {
         wait_exit(&mut self.group.exit).await
     }
 
     /// Kills the kernel's process group and waits (bounded) until it has been reaped.
-    pub async fn kill(mut self) {
+    pub(crate) async fn kill(mut self) {
         self.group.kill();
         if tokio::time::timeout(Duration::from_secs(5), wait_exit(&mut self.group.exit))
             .await
@@ -630,7 +633,7 @@ fn write_private(path: &Path, bytes: &[u8], run_as: Option<&RunAs>) -> std::io::
 
 /// Parses the `text/plain` of a user expression that evaluated to `str.encode().hex()`:
 /// `'2f7573'` → `/us`.
-pub fn decode_hex_repr(reply: &Value, name: &str) -> Option<String> {
+pub(crate) fn decode_hex_repr(reply: &Value, name: &str) -> Option<String> {
     let text = reply
         .get("user_expressions")?
         .get(name)?

@@ -22,22 +22,22 @@ use crate::observations;
 use crate::user::RunAs;
 
 /// Longest a kernel may take to start (the reference's `INIT_PLUGIN_TIMEOUT` default).
-pub const START_TIMEOUT: Duration = Duration::from_secs(120);
+const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How kernels are started.
 #[derive(Debug, Clone)]
-pub struct IPythonConfig {
+pub(crate) struct IPythonConfig {
     /// The Python interpreter that runs `ipykernel` (`--python`, default `python3`).
-    pub python: String,
+    pub(crate) python: String,
     /// The user kernels run as (sandboxd runs as root).
-    pub run_as: Option<RunAs>,
+    pub(crate) run_as: Option<RunAs>,
     /// Load OpenHands' agent skills into each new kernel (the `agent_skills` plugin).
-    pub agent_skills: bool,
+    pub(crate) agent_skills: bool,
 }
 
 /// Why a kernel could not be started or used. Each becomes an `error` observation.
 #[derive(Debug, thiserror::Error)]
-pub enum KernelError {
+enum KernelError {
     /// The interpreter cannot import ipykernel (no retry helps until it is installed).
     #[error(
         "IPython is not available: {python} cannot import ipykernel (install python3-ipykernel or pass --python)"
@@ -101,27 +101,27 @@ enum Request {
 /// Handle on the kernel actor. Cells queue here and run one at a time; bash and file actions
 /// never wait for them. Dropping the last handle stops the actor, which kills the kernel.
 #[derive(Debug, Clone)]
-pub struct IPython {
+pub(crate) struct IPython {
     tx: mpsc::Sender<Request>,
 }
 
 impl IPython {
     /// Starts the actor (not the kernel: see [`IPython::boot`]; the first cell starts it too).
-    pub fn spawn(config: IPythonConfig) -> IPython {
+    pub(crate) fn spawn(config: IPythonConfig) -> IPython {
         let (tx, rx) = mpsc::channel(64);
         tokio::spawn(session::Session::new(config).serve(rx));
         IPython { tx }
     }
 
     /// Starts the kernel in the background, in `cwd`; a cell sent meanwhile waits for it.
-    pub fn boot(&self, cwd: PathBuf) {
+    pub(crate) fn boot(&self, cwd: PathBuf) {
         if self.tx.try_send(Request::Boot { cwd }).is_err() {
             tracing::warn!("the IPython actor is not accepting work; kernel not pre-started");
         }
     }
 
     /// Runs one cell with the shell's current directory `cwd`.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         args: IPythonRunCellArgs,
         timeout: Option<f64>,

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::cell::{self, CellOutput};
 use super::kernel::{self, Finish, Kernel, KernelSpec};
 use super::{CellRequest, IPythonConfig, KernelError, Request, START_TIMEOUT};
-use crate::bash::session::python_float;
+use crate::bash::python_float;
 use crate::observations;
 
 /// How long an interrupted cell gets to stop before the next SIGINT; after

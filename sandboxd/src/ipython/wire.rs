@@ -10,27 +10,27 @@ use tokio::task::JoinHandle;
 use zeromq::SocketRecv;
 
 /// Messages buffered per socket before its reader waits for the kernel owner.
-pub const QUEUE: usize = 1024;
+pub(crate) const QUEUE: usize = 1024;
 
 /// One message from the kernel.
 #[derive(Debug)]
-pub struct Incoming {
+pub(crate) struct Incoming {
     /// `header.msg_type`.
-    pub msg_type: String,
+    pub(crate) msg_type: String,
     /// `parent_header.msg_id`: the request this message belongs to.
-    pub parent_id: Option<String>,
+    parent_id: Option<String>,
     /// `content`, as sent.
-    pub content: Value,
+    pub(crate) content: Value,
 }
 
 impl Incoming {
     /// Whether this message belongs to the request with id `msg_id`.
-    pub fn is_child_of(&self, msg_id: &str) -> bool {
+    pub(crate) fn is_child_of(&self, msg_id: &str) -> bool {
         self.parent_id.as_deref() == Some(msg_id)
     }
 
     /// Whether this is the `status: idle` that ends a request's IOPub output.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.msg_type == "status"
             && self.content.get("execution_state").and_then(Value::as_str) == Some("idle")
     }
@@ -52,7 +52,7 @@ impl Incoming {
 
 /// Reads `conn` until it fails or `tx` is closed, forwarding every well-signed message.
 /// The returned task owns the socket: abort it to close the socket.
-pub fn spawn_reader<S>(
+pub(crate) fn spawn_reader<S>(
     mut conn: Connection<S>,
     channel: &'static str,
     tx: mpsc::Sender<Incoming>,

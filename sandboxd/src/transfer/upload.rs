@@ -1,9 +1,4 @@
-//! Upload, download and listing of files: the blocking work behind `POST /upload_file`,
-//! `GET /download_files` and `POST /list_files` (§8 of the spec).
-//!
-//! Every function here blocks; the HTTP layer runs it on a blocking thread. A [`TransferError`]'s
-//! `Display` is the reference server's `detail` text, so the HTTP layer answers
-//! `500 {"detail": err.to_string()}` exactly as the reference does.
+//! `POST /upload_file`: stores an uploaded file, or extracts an uploaded zip, into a directory.
 //!
 //! Zip extraction is hardened where the reference is not:
 //! * every entry name is checked before anything is written: absolute names, `..` components and
@@ -19,29 +14,28 @@
 //! one file. Closing that needs `openat`-style calls, which std does not offer.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt, fchown, lchown};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use zip::result::ZipError;
-use zip::write::SimpleFileOptions;
-use zip::{CompressionMethod, DateTime, ZipArchive, ZipWriter};
+use zip::ZipArchive;
+
+use super::error::TransferError;
 
 /// Default bound on the bytes one zip upload may extract: 4 GiB.
-pub const MAX_EXTRACTED_BYTES: u64 = 4 << 30;
+const MAX_EXTRACTED_BYTES: u64 = 4 << 30;
 
 /// Default bound on the number of entries in one zip upload.
-pub const MAX_ZIP_ENTRIES: usize = 100_000;
+const MAX_ZIP_ENTRIES: usize = 100_000;
 
 /// Bounds on what extracting one uploaded zip may create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExtractLimits {
+struct ExtractLimits {
     /// Total bytes of file content written, summed over all entries.
-    pub max_bytes: u64,
+    max_bytes: u64,
     /// Number of entries (files and directories) in the archive.
-    pub max_entries: usize,
+    max_entries: usize,
 }
 
 impl Default for ExtractLimits {
@@ -53,100 +47,8 @@ impl Default for ExtractLimits {
     }
 }
 
-/// Why an upload, download or listing failed. `Display` is the `detail` the HTTP layer sends; the
-/// reference answers every one of them with status 500.
-#[derive(Debug, thiserror::Error)]
-pub enum TransferError {
-    /// The upload destination is not an absolute path. The caller's mistake: retrying cannot help.
-    #[error("400: Destination must be an absolute path")]
-    DestinationNotAbsolute,
-    /// `recursive` was set but the uploaded file is not named `*.zip`. Retrying cannot help.
-    #[error("400: Recursive uploads must be zip files")]
-    RecursiveNotZip,
-    /// The download path is not an absolute path. Retrying cannot help.
-    #[error("400: Path must be an absolute path")]
-    PathNotAbsolute,
-    /// The download path does not exist (or cannot be inspected). Retrying helps only once the
-    /// file has been created.
-    #[error("404: File not found")]
-    NotFound,
-    /// The upload's file name is empty, `.` or `..`, or holds `/` or NUL. Retrying cannot help.
-    #[error("400: Invalid file name {0:?}")]
-    InvalidFilename(String),
-    /// The upload is not a readable zip archive, or uses what this server cannot extract
-    /// (encryption, an unknown compression method). Retrying cannot help.
-    #[error("400: Invalid zip file: {0}")]
-    InvalidZip(String),
-    /// An entry would land outside the destination (absolute name, `..`) or pass through a
-    /// symbolic link. Nothing of the archive is written when the name itself is unsafe. Retrying
-    /// cannot help.
-    #[error("400: Unsafe zip entry {name:?}: {reason}")]
-    UnsafeEntry {
-        /// The entry's name in the archive.
-        name: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// The archive has more entries, or expands to more bytes, than [`ExtractLimits`] allow.
-    /// Retrying cannot help.
-    #[error("400: Zip archive exceeds the limit of {limit} {what}")]
-    TooLarge {
-        /// `"entries"` or `"bytes"`.
-        what: &'static str,
-        /// The limit that was hit.
-        limit: u64,
-    },
-    /// A file system operation failed; `Display` is the OS message. Retrying helps only if the
-    /// condition was transient (disk full, a concurrent change).
-    #[error("{0}")]
-    Io(#[from] io::Error),
-}
-
-impl From<ZipError> for TransferError {
-    fn from(err: ZipError) -> Self {
-        match err {
-            ZipError::Io(err) => TransferError::Io(err),
-            other => TransferError::InvalidZip(other.to_string()),
-        }
-    }
-}
-
-/// `POST /list_files` semantics (§8): names of the entries of `dir`; directories first with a
-/// trailing `/`, then files, each group sorted case-insensitively; hidden entries included.
-///
-/// Symbolic links are classified by their target; dangling ones are left out. A missing path, a
-/// path that is not a directory, or any error yields an empty list.
-pub fn list_files(dir: &Path) -> Vec<String> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut dirs = Vec::new();
-    let mut files = Vec::new();
-    for entry in entries {
-        let Ok(entry) = entry else {
-            return Vec::new();
-        };
-        let name = entry.file_name().to_string_lossy().into_owned();
-        match fs::metadata(entry.path()) {
-            Ok(meta) if meta.is_dir() => dirs.push(format!("{name}/")),
-            Ok(_) => files.push(name),
-            Err(_) => {}
-        }
-    }
-    sort_case_insensitive(&mut dirs);
-    sort_case_insensitive(&mut files);
-    dirs.append(&mut files);
-    dirs
-}
-
-/// Sorts by lower-cased name (the reference's key), then by the name itself so that the order of
-/// names differing only in case is deterministic.
-fn sort_case_insensitive(names: &mut [String]) {
-    names.sort_by_cached_key(|name| (name.to_lowercase(), name.clone()));
-}
-
 /// Stores an upload (§8) with the default [`ExtractLimits`]; see [`store_upload_with_limits`].
-pub fn store_upload(
+pub(crate) fn store_upload(
     destination: &Path,
     filename: &str,
     data: &[u8],
@@ -173,7 +75,7 @@ pub fn store_upload(
 /// is `None`, its owner where possible); it is replaced by rename, so a symbolic link at its name
 /// is replaced rather than written through. Directories and files created are given to `owner`
 /// (`(uid, gid)`) when set.
-pub fn store_upload_with_limits(
+fn store_upload_with_limits(
     destination: &Path,
     filename: &str,
     data: &[u8],
@@ -211,123 +113,6 @@ fn check_filename(filename: &str) -> Result<(), TransferError> {
         return Err(TransferError::InvalidFilename(filename.to_owned()));
     }
     Ok(())
-}
-
-/// `GET /download_files` (§8): writes into `out` a zip of every regular file under `path`
-/// (recursive walk), named relative to `path` with `/` separators; a path naming a plain file
-/// yields an empty zip.
-///
-/// Like the reference (`os.walk` without `followlinks`): symbolic links to files are included with
-/// their target's content, links to directories are not descended, unreadable directories are
-/// skipped, and directories are not entries (empty ones vanish). Unlike it, special files (FIFOs,
-/// sockets, devices) and dangling links are skipped rather than read or failed on, files that
-/// vanish during the walk are skipped, and entries come in sorted order. Names that are not UTF-8
-/// are converted lossily; times are stored as UTC.
-pub fn zip_tree<W: Write + Seek>(path: &Path, out: W) -> Result<(), TransferError> {
-    if !path.is_absolute() {
-        return Err(TransferError::PathNotAbsolute);
-    }
-    // The reference's `os.path.exists` is false for any error, so every failure here is a 404.
-    let meta = fs::metadata(path).map_err(|_| TransferError::NotFound)?;
-    let mut zip = ZipWriter::new(out).set_auto_large_file();
-    if meta.is_dir() {
-        let mut stack = vec![(path.to_path_buf(), String::new())];
-        while let Some((dir, prefix)) = stack.pop() {
-            let Ok(read) = fs::read_dir(&dir) else {
-                continue;
-            };
-            let mut entries: Vec<fs::DirEntry> = read.filter_map(Result::ok).collect();
-            entries.sort_by_key(fs::DirEntry::file_name);
-            let mut subdirs = Vec::new();
-            for entry in entries {
-                let Ok(file_type) = entry.file_type() else {
-                    continue;
-                };
-                let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
-                let entry_path = entry.path();
-                if file_type.is_dir() {
-                    subdirs.push((entry_path, format!("{name}/")));
-                } else if file_type.is_file()
-                    || (file_type.is_symlink()
-                        && fs::metadata(&entry_path).is_ok_and(|m| m.is_file()))
-                {
-                    add_file(&mut zip, &entry_path, &name)?;
-                }
-            }
-            // Popped in sorted order: a pre-order walk.
-            stack.extend(subdirs.into_iter().rev());
-        }
-    }
-    zip.finish()?;
-    Ok(())
-}
-
-/// Appends one file to the archive, skipping it if it vanished or is no longer a regular file.
-fn add_file<W: Write + Seek>(
-    zip: &mut ZipWriter<W>,
-    path: &Path,
-    name: &str,
-) -> Result<(), TransferError> {
-    let mut file = match File::open(path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(err) => return Err(err.into()),
-    };
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Ok(());
-    }
-    let options = SimpleFileOptions::default()
-        .compression_method(CompressionMethod::Deflated)
-        .unix_permissions(meta.mode())
-        .large_file(meta.len() >= u64::from(u32::MAX))
-        .last_modified_time(zip_time(meta.modified().ok()));
-    zip.start_file(name, options)?;
-    io::copy(&mut file, zip)?;
-    Ok(())
-}
-
-/// A file time as a zip (MS-DOS) time, in UTC; outside 1980–2107 it is 1980-01-01.
-fn zip_time(time: Option<SystemTime>) -> DateTime {
-    let Some(secs) = time
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_secs())
-    else {
-        return DateTime::default();
-    };
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    let rem = secs % 86_400;
-    let parts = (
-        u16::try_from(year),
-        u8::try_from(rem / 3600),
-        u8::try_from(rem % 3600 / 60),
-        u8::try_from(rem % 60),
-    );
-    match parts {
-        (Ok(year), Ok(hour), Ok(minute), Ok(second)) => {
-            DateTime::from_date_and_time(year, month, day, hour, minute, second).unwrap_or_default()
-        }
-        _ => DateTime::default(),
-    }
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: u64) -> (u64, u8, u8) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    // day ≤ 31 and month ≤ 12 by construction.
-    (
-        year,
-        u8::try_from(month).unwrap_or(1),
-        u8::try_from(day).unwrap_or(1),
-    )
 }
 
 /// One archive entry that passed validation.
@@ -638,10 +423,13 @@ fn copy_limited(src: &mut impl Read, dst: &mut impl Write, budget: u64) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    use std::collections::BTreeMap;
     use std::os::unix::fs::symlink;
+
+    use zip::ZipWriter;
+    use zip::write::SimpleFileOptions;
+
+    use super::super::test_support::tree;
+    use super::*;
 
     /// Builds a zip in memory from `(name, content)` pairs; names ending in `/` are directories.
     fn make_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
@@ -665,133 +453,6 @@ mod tests {
             }
         }
         zip.finish().unwrap().into_inner()
-    }
-
-    /// Name → content of every entry of a zip.
-    fn read_zip(data: &[u8]) -> BTreeMap<String, Vec<u8>> {
-        let mut archive = ZipArchive::new(io::Cursor::new(data)).unwrap();
-        let mut out = BTreeMap::new();
-        for i in 0..archive.len() {
-            let mut entry = archive.by_index(i).unwrap();
-            let mut content = Vec::new();
-            entry.read_to_end(&mut content).unwrap();
-            out.insert(entry.name().unwrap().into_owned(), content);
-        }
-        out
-    }
-
-    fn zip_names(data: &[u8]) -> Vec<String> {
-        let archive = ZipArchive::new(io::Cursor::new(data)).unwrap();
-        archive
-            .file_names()
-            .map(|n| n.unwrap().into_owned())
-            .collect()
-    }
-
-    fn zip_of(path: &Path) -> Result<Vec<u8>, TransferError> {
-        let mut out = io::Cursor::new(Vec::new());
-        zip_tree(path, &mut out)?;
-        Ok(out.into_inner())
-    }
-
-    /// Every path under `dir`, relative, sorted; directories end in `/`.
-    fn tree(dir: &Path) -> Vec<String> {
-        fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-            for entry in fs::read_dir(dir).unwrap() {
-                let entry = entry.unwrap();
-                let rel = entry
-                    .path()
-                    .strip_prefix(base)
-                    .unwrap()
-                    .display()
-                    .to_string();
-                if entry.file_type().unwrap().is_dir() {
-                    out.push(format!("{rel}/"));
-                    walk(base, &entry.path(), out);
-                } else {
-                    out.push(rel);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(dir, dir, &mut out);
-        out.sort();
-        out
-    }
-
-    // ---- error texts -------------------------------------------------------------------------
-
-    #[test]
-    fn error_details_match_the_reference() {
-        assert_eq!(
-            TransferError::DestinationNotAbsolute.to_string(),
-            "400: Destination must be an absolute path"
-        );
-        assert_eq!(
-            TransferError::RecursiveNotZip.to_string(),
-            "400: Recursive uploads must be zip files"
-        );
-        assert_eq!(
-            TransferError::PathNotAbsolute.to_string(),
-            "400: Path must be an absolute path"
-        );
-        assert_eq!(TransferError::NotFound.to_string(), "404: File not found");
-        let os = io::Error::from_raw_os_error(13);
-        assert_eq!(
-            TransferError::Io(os).to_string(),
-            "Permission denied (os error 13)"
-        );
-    }
-
-    // ---- list_files --------------------------------------------------------------------------
-
-    #[test]
-    fn list_files_orders_dirs_first_case_insensitively_with_hidden() {
-        let tmp = tempfile::tempdir().unwrap();
-        let d = tmp.path();
-        for dir in ["sub", "Alpha", ".git", "beta"] {
-            fs::create_dir(d.join(dir)).unwrap();
-        }
-        for file in ["b.txt", "A.txt", ".env", "c.TXT", "a.md"] {
-            fs::write(d.join(file), "x").unwrap();
-        }
-        symlink(d.join("sub"), d.join("link_to_dir")).unwrap();
-        symlink(d.join("b.txt"), d.join("link_to_file")).unwrap();
-        symlink(d.join("nowhere"), d.join("dangling")).unwrap();
-        assert_eq!(
-            list_files(d),
-            [
-                ".git/",
-                "Alpha/",
-                "beta/",
-                "link_to_dir/",
-                "sub/",
-                ".env",
-                "a.md",
-                "A.txt",
-                "b.txt",
-                "c.TXT",
-                "link_to_file",
-            ]
-        );
-    }
-
-    #[test]
-    fn list_files_sorts_dirs_with_their_slash_like_the_reference() {
-        // Python sorts "sub/" and "sub-a/" by `lower()` with the slash: '-' < '/'.
-        let tmp = tempfile::tempdir().unwrap();
-        fs::create_dir(tmp.path().join("sub")).unwrap();
-        fs::create_dir(tmp.path().join("sub-a")).unwrap();
-        assert_eq!(list_files(tmp.path()), ["sub-a/", "sub/"]);
-    }
-
-    #[test]
-    fn list_files_is_empty_for_missing_file_and_empty_dir() {
-        let tmp = tempfile::tempdir().unwrap();
-        assert!(list_files(tmp.path()).is_empty());
-        assert!(list_files(&tmp.path().join("missing")).is_empty());
-        fs::write(tmp.path().join("f"), "x").unwrap();
-        assert!(list_files(&tmp.path().join("f")).is_empty());
     }
 
     // ---- store_upload: plain files -----------------------------------------------------------
@@ -820,19 +481,27 @@ mod tests {
         assert_eq!(fs::read(&script).unwrap(), b"new");
     }
 
-    #[test]
-    fn upload_replaces_a_symlink_instead_of_writing_through_it() {
+    /// Runs `upload` on a destination whose `f.txt` is a symbolic link to a file outside it, and
+    /// checks that the link was replaced by a file holding `expected`, the outside file untouched.
+    fn assert_replaces_link_to_outside(upload: impl FnOnce(&Path), expected: &[u8]) {
         let tmp = tempfile::tempdir().unwrap();
         let outside = tmp.path().join("outside.txt");
         fs::write(&outside, "precious").unwrap();
         let dest = tmp.path().join("dest");
         fs::create_dir(&dest).unwrap();
         symlink(&outside, dest.join("f.txt")).unwrap();
-        store_upload(&dest, "f.txt", b"uploaded", false, None).unwrap();
+        upload(&dest);
         assert_eq!(fs::read(&outside).unwrap(), b"precious");
-        let meta = fs::symlink_metadata(dest.join("f.txt")).unwrap();
-        assert!(meta.is_file());
-        assert_eq!(fs::read(dest.join("f.txt")).unwrap(), b"uploaded");
+        assert!(fs::symlink_metadata(dest.join("f.txt")).unwrap().is_file());
+        assert_eq!(fs::read(dest.join("f.txt")).unwrap(), expected);
+    }
+
+    #[test]
+    fn upload_replaces_a_symlink_instead_of_writing_through_it() {
+        assert_replaces_link_to_outside(
+            |dest| store_upload(dest, "f.txt", b"uploaded", false, None).unwrap(),
+            b"uploaded",
+        );
     }
 
     #[test]
@@ -996,17 +665,11 @@ mod tests {
 
     #[test]
     fn extraction_replaces_a_file_symlink_instead_of_writing_through_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let outside = tmp.path().join("outside.txt");
-        fs::write(&outside, "precious").unwrap();
-        let dest = tmp.path().join("dest");
-        fs::create_dir(&dest).unwrap();
-        symlink(&outside, dest.join("f.txt")).unwrap();
         let zip = make_zip(&[("f.txt", b"from zip")]);
-        store_upload(&dest, "u.zip", &zip, true, None).unwrap();
-        assert_eq!(fs::read(&outside).unwrap(), b"precious");
-        assert!(fs::symlink_metadata(dest.join("f.txt")).unwrap().is_file());
-        assert_eq!(fs::read(dest.join("f.txt")).unwrap(), b"from zip");
+        assert_replaces_link_to_outside(
+            |dest| store_upload(dest, "u.zip", &zip, true, None).unwrap(),
+            b"from zip",
+        );
     }
 
     #[test]
@@ -1129,126 +792,5 @@ mod tests {
         assert_eq!((meta.uid(), meta.gid()), owner);
         let meta = fs::metadata(tmp.path()).unwrap();
         assert_eq!((meta.uid(), meta.gid()), (me.uid(), me.gid()));
-    }
-
-    // ---- zip_tree ----------------------------------------------------------------------------
-
-    #[test]
-    fn zip_tree_holds_every_regular_file_relative_to_the_path() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("up2");
-        fs::create_dir_all(root.join("d/sub")).unwrap();
-        fs::create_dir_all(root.join("empty")).unwrap();
-        fs::write(root.join("d/a.txt"), "a").unwrap();
-        fs::write(root.join("d/sub/b.txt"), "b").unwrap();
-        fs::write(root.join(".hidden"), "h").unwrap();
-        let zip = zip_of(&root).unwrap();
-        assert_eq!(zip_names(&zip), [".hidden", "d/a.txt", "d/sub/b.txt"]);
-        assert_eq!(read_zip(&zip)["d/sub/b.txt"], b"b");
-    }
-
-    #[test]
-    fn zip_tree_of_a_plain_file_is_an_empty_zip() {
-        let tmp = tempfile::tempdir().unwrap();
-        fs::write(tmp.path().join("f.txt"), "x").unwrap();
-        let zip = zip_of(&tmp.path().join("f.txt")).unwrap();
-        assert!(zip_names(&zip).is_empty());
-    }
-
-    #[test]
-    fn zip_tree_errors_match_the_reference() {
-        assert_eq!(
-            zip_of(Path::new("relative/path")).unwrap_err().to_string(),
-            "400: Path must be an absolute path"
-        );
-        let tmp = tempfile::tempdir().unwrap();
-        assert_eq!(
-            zip_of(&tmp.path().join("missing")).unwrap_err().to_string(),
-            "404: File not found"
-        );
-    }
-
-    #[test]
-    fn zip_tree_follows_file_links_but_not_dir_links_and_skips_special_files() {
-        let tmp = tempfile::tempdir().unwrap();
-        let outside = tmp.path().join("outside");
-        fs::create_dir(&outside).unwrap();
-        fs::write(outside.join("secret.txt"), "s").unwrap();
-        let root = tmp.path().join("root");
-        fs::create_dir(&root).unwrap();
-        fs::write(root.join("real.txt"), "r").unwrap();
-        symlink(outside.join("secret.txt"), root.join("file_link")).unwrap();
-        symlink(&outside, root.join("dir_link")).unwrap();
-        symlink(root.join("nowhere"), root.join("dangling")).unwrap();
-        let _socket = std::os::unix::net::UnixListener::bind(root.join("sock")).unwrap();
-        let zip = zip_of(&root).unwrap();
-        assert_eq!(zip_names(&zip), ["file_link", "real.txt"]);
-        assert_eq!(read_zip(&zip)["file_link"], b"s");
-    }
-
-    #[test]
-    fn zip_tree_keeps_modes_and_times() {
-        let tmp = tempfile::tempdir().unwrap();
-        fs::write(tmp.path().join("run.sh"), "#!/bin/sh\n").unwrap();
-        fs::set_permissions(tmp.path().join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
-        let zip = zip_of(tmp.path()).unwrap();
-        let mut archive = ZipArchive::new(io::Cursor::new(zip)).unwrap();
-        let entry = archive.by_index(0).unwrap();
-        assert_eq!(entry.unix_mode().unwrap() & 0o777, 0o755);
-        assert_eq!(entry.compression(), CompressionMethod::Deflated);
-        let year = entry.last_modified().unwrap().year();
-        assert!(year >= 2024, "{year}");
-    }
-
-    #[test]
-    fn zip_tree_then_upload_round_trips() {
-        let tmp = tempfile::tempdir().unwrap();
-        let src = tmp.path().join("src");
-        fs::create_dir_all(src.join("a/b")).unwrap();
-        fs::write(src.join("a/b/c.txt"), "deep").unwrap();
-        fs::write(src.join("top.bin"), [0_u8, 159, 146, 150]).unwrap();
-        let zip = zip_of(&src).unwrap();
-        let dest = tmp.path().join("dest");
-        store_upload(&dest, "x.zip", &zip, true, None).unwrap();
-        assert_eq!(tree(&dest), ["a/", "a/b/", "a/b/c.txt", "top.bin"]);
-        assert_eq!(
-            fs::read(dest.join("top.bin")).unwrap(),
-            [0_u8, 159, 146, 150]
-        );
-    }
-
-    #[test]
-    fn zip_tree_streams_into_a_file() {
-        let tmp = tempfile::tempdir().unwrap();
-        fs::write(tmp.path().join("f"), "x").unwrap();
-        let mut out = tempfile::tempfile().unwrap();
-        zip_tree(tmp.path(), &mut out).unwrap();
-        out.seek(io::SeekFrom::Start(0)).unwrap();
-        let mut data = Vec::new();
-        out.read_to_end(&mut data).unwrap();
-        assert_eq!(zip_names(&data), ["f"]);
-    }
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(11_017), (2000, 3, 1));
-        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
-        let t = UNIX_EPOCH + std::time::Duration::from_secs(951_782_400 + 3 * 3600 + 4 * 60 + 6);
-        let dt = zip_time(Some(t));
-        assert_eq!(
-            (
-                dt.year(),
-                dt.month(),
-                dt.day(),
-                dt.hour(),
-                dt.minute(),
-                dt.second()
-            ),
-            (2000, 2, 29, 3, 4, 6)
-        );
-        assert_eq!(zip_time(Some(UNIX_EPOCH)), DateTime::default());
-        assert_eq!(zip_time(None), DateTime::default());
     }
 }

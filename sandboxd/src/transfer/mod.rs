@@ -1,0 +1,87 @@
+//! Upload, download and listing of files: the blocking work behind `POST /upload_file`,
+//! `GET /download_files` and `POST /list_files` (§8 of the spec).
+//!
+//! Every function here blocks; the HTTP layer runs it on a blocking thread. A `TransferError`'s
+//! `Display` is the reference server's `detail` text, so the HTTP layer answers
+//! `500 {"detail": err.to_string()}` exactly as the reference does.
+//!
+//! `listing` lists a directory; `upload` stores an upload, extracting zips with guards the
+//! reference lacks; `download` zips a tree; `zip_time` turns file times into zip entry times;
+//! `error` is the failure type they share.
+
+mod download;
+mod error;
+mod listing;
+mod upload;
+mod zip_time;
+
+pub(crate) use download::zip_tree;
+pub(crate) use error::TransferError;
+pub(crate) use listing::list_files;
+pub(crate) use upload::store_upload;
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::test_support::{tree, zip_of};
+    use super::*;
+
+    #[test]
+    fn zip_tree_then_upload_round_trips() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        fs::create_dir_all(src.join("a/b")).unwrap();
+        fs::write(src.join("a/b/c.txt"), "deep").unwrap();
+        fs::write(src.join("top.bin"), [0_u8, 159, 146, 150]).unwrap();
+        let zip = zip_of(&src).unwrap();
+        let dest = tmp.path().join("dest");
+        store_upload(&dest, "x.zip", &zip, true, None).unwrap();
+        assert_eq!(tree(&dest), ["a/", "a/b/", "a/b/c.txt", "top.bin"]);
+        assert_eq!(
+            fs::read(dest.join("top.bin")).unwrap(),
+            [0_u8, 159, 146, 150]
+        );
+    }
+}
+
+/// Helpers of the tests of more than one transfer module.
+#[cfg(test)]
+mod test_support {
+    use std::fs;
+    use std::io;
+    use std::path::Path;
+
+    use super::{TransferError, zip_tree};
+
+    pub(super) fn zip_of(path: &Path) -> Result<Vec<u8>, TransferError> {
+        let mut out = io::Cursor::new(Vec::new());
+        zip_tree(path, &mut out)?;
+        Ok(out.into_inner())
+    }
+
+    /// Every path under `dir`, relative, sorted; directories end in `/`.
+    pub(super) fn tree(dir: &Path) -> Vec<String> {
+        fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+            for entry in fs::read_dir(dir).unwrap() {
+                let entry = entry.unwrap();
+                let rel = entry
+                    .path()
+                    .strip_prefix(base)
+                    .unwrap()
+                    .display()
+                    .to_string();
+                if entry.file_type().unwrap().is_dir() {
+                    out.push(format!("{rel}/"));
+                    walk(base, &entry.path(), out);
+                } else {
+                    out.push(rel);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(dir, dir, &mut out);
+        out.sort();
+        out
+    }
+}
