@@ -1,7 +1,7 @@
-//! The one component that owns sandbox state: the bash session, the editor's history and the
+//! The one component that owns sandbox state: the bash shell, the editor's history and the
 //! paths actions resolve against. It dispatches each decoded [`Action`] to its family.
 //!
-//! Locking is per resource (SPEC §11): `run` actions queue on the bash session only, file
+//! Locking is per resource (SPEC §11): `run` actions queue on the bash shell only, file
 //! actions run on blocking threads and never wait behind a command, `is_static` commands get a
 //! shell of their own, and `run_ipython` cells queue on the kernel actor only.
 
@@ -13,7 +13,7 @@ use std::time::Duration;
 use protocol::action::{ActionKind, CmdRunArgs};
 use protocol::{Action, Observation};
 
-use crate::bash::{BashSession, SessionError, ShellConfig};
+use crate::bash::{BashShell, ShellError, ShellConfig};
 use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
 use crate::observations;
@@ -45,9 +45,9 @@ pub enum StartError {
     /// The output directory could not be made (no retry helps: fix the path or permissions).
     #[error("cannot create the output directory {0}: {1}")]
     OutputDir(PathBuf, std::io::Error),
-    /// The main bash session did not start.
+    /// The main bash shell did not start.
     #[error(transparent)]
-    Bash(#[from] SessionError),
+    Bash(#[from] ShellError),
 }
 
 /// Owner of the sandbox's execution state.
@@ -55,14 +55,14 @@ pub enum StartError {
 pub(crate) struct Executor {
     working_dir: PathBuf,
     shells: Arc<ShellConfig>,
-    bash: BashSession,
+    bash: BashShell,
     editor: Arc<Editor>,
     owner: Option<(u32, u32)>,
     ipython: IPython,
 }
 
 impl Executor {
-    /// Starts the main bash session.
+    /// Starts the main bash shell.
     pub(crate) async fn start(config: ExecutorConfig) -> Result<Self, StartError> {
         std::fs::create_dir_all(&config.output_dir)
             .map_err(|e| StartError::OutputDir(config.output_dir.clone(), e))?;
@@ -97,7 +97,7 @@ impl Executor {
             output_dir: config.output_dir,
             command_seq: AtomicU64::new(1),
         });
-        let bash = BashSession::start(shells.clone(), config.working_dir.clone()).await?;
+        let bash = BashShell::start(shells.clone(), config.working_dir.clone()).await?;
         Ok(Executor {
             working_dir: config.working_dir,
             shells,
@@ -185,7 +185,7 @@ impl Executor {
             .cwd
             .as_deref()
             .map_or_else(|| self.working_dir.clone(), |c| self.working_dir.join(c));
-        match BashSession::start(self.shells.clone(), cwd).await {
+        match BashShell::start(self.shells.clone(), cwd).await {
             Ok(session) => session.run(args, timeout).await,
             Err(e) => {
                 tracing::error!(error = %e, "cannot start a static shell");

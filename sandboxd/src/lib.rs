@@ -26,7 +26,7 @@ mod user;
 use std::future::Future;
 use std::time::Duration;
 
-pub use bash::{SessionError, SpawnError};
+pub use bash::{ShellError, SpawnError};
 pub use config::Cli;
 pub use executor::StartError;
 pub use listen::ListenAddr;

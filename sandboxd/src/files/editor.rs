@@ -68,15 +68,15 @@ fn missing(command: &str, parameter: &str) -> ToolError {
 /// What a successful command produced: its output and, for the `diff` extras, the file text
 /// before and after.
 #[derive(Debug)]
-struct Outcome {
+struct EditOutcome {
     output: String,
     old: Option<String>,
     new: Option<String>,
 }
 
-impl Outcome {
+impl EditOutcome {
     fn output(output: String) -> Self {
-        Outcome {
+        EditOutcome {
             output,
             old: None,
             new: None,
@@ -343,7 +343,7 @@ impl Editor {
     }
 
     /// `OHEditor.__call__`: path validation, then the command.
-    fn execute(&self, request: &Request<'_>, ctx: &FileContext) -> EditorResult<Outcome> {
+    fn execute(&self, request: &Request<'_>, ctx: &FileContext) -> EditorResult<EditOutcome> {
         let path = py_path_str(request.path);
         let command = request.command;
         // Commands that may modify files run one at a time, validation included, as every
@@ -384,7 +384,7 @@ impl Editor {
         }
     }
 
-    fn view(&self, path: &str, view_range: Option<&[i64]>) -> EditorResult<Outcome> {
+    fn view(&self, path: &str, view_range: Option<&[i64]>) -> EditorResult<EditOutcome> {
         let view_range = view_range.filter(|range| !range.is_empty());
         if is_dir(path) {
             if let Some(range) = view_range {
@@ -395,7 +395,7 @@ impl Editor {
                 ));
             }
             return listing::view_directory(path)
-                .map(Outcome::output)
+                .map(EditOutcome::output)
                 .map_err(ToolError);
         }
 
@@ -407,7 +407,7 @@ impl Editor {
         }
         let FileText { text, .. } = self.read_text(path)?;
         let Some(range) = view_range else {
-            return Ok(Outcome::output(make_output(&text, path, 1)));
+            return Ok(EditOutcome::output(make_output(&text, path, 1)));
         };
         let num_lines = count_lines(&text);
         let &[start, end] = range else {
@@ -449,13 +449,13 @@ impl Editor {
         }
         let selected = line_range(&text, start, end);
         let output = make_output(&py_splitlines(&selected).join("\n"), path, start);
-        Ok(Outcome::output(match warning {
+        Ok(EditOutcome::output(match warning {
             Some(warning) => format!("NOTE: {warning}\n{output}"),
             None => output,
         }))
     }
 
-    fn create(&self, path: &str, file_text: &str, ctx: &FileContext) -> EditorResult<Outcome> {
+    fn create(&self, path: &str, file_text: &str, ctx: &FileContext) -> EditorResult<EditOutcome> {
         let mut file = OpenOptions::new()
             .write(true)
             .create(true)
@@ -471,14 +471,14 @@ impl Editor {
             let _ = std::os::unix::fs::chown(path, Some(uid), Some(gid));
         }
         self.state().push_history(path, file_text.to_owned());
-        Ok(Outcome {
+        Ok(EditOutcome {
             output: format!("File created successfully at: {path}"),
             old: None,
             new: Some(file_text.to_owned()),
         })
     }
 
-    fn str_replace(&self, path: &str, old_str: &str, new_str: &str) -> EditorResult<Outcome> {
+    fn str_replace(&self, path: &str, old_str: &str, new_str: &str) -> EditorResult<EditOutcome> {
         validate_file(path)?;
         let FileText {
             text: content,
@@ -528,14 +528,14 @@ impl Editor {
             "The file {path} has been edited. {}Review the changes and make sure they are as expected. Edit the file again if necessary.",
             make_output(&snippet, &format!("a snippet of {path}"), start_line + 1)
         );
-        Ok(Outcome {
+        Ok(EditOutcome {
             output,
             old: Some(content),
             new: Some(new_content),
         })
     }
 
-    fn insert(&self, path: &str, insert_line: &PyInt, new_str: &str) -> EditorResult<Outcome> {
+    fn insert(&self, path: &str, insert_line: &PyInt, new_str: &str) -> EditorResult<EditOutcome> {
         validate_file(path)?;
         let FileText {
             text: content,
@@ -587,14 +587,14 @@ impl Editor {
                 (line - SNIPPET_CONTEXT_WINDOW + 1).max(1)
             )
         );
-        Ok(Outcome {
+        Ok(EditOutcome {
             output,
             old: Some(content),
             new: Some(new_content),
         })
     }
 
-    fn undo_edit(&self, path: &str) -> EditorResult<Outcome> {
+    fn undo_edit(&self, path: &str) -> EditorResult<EditOutcome> {
         validate_file(path)?;
         let FileText {
             text: current,
@@ -613,7 +613,7 @@ impl Editor {
             "Last edit to {path} undone successfully. {}",
             make_output(&previous, path, 1)
         );
-        Ok(Outcome {
+        Ok(EditOutcome {
             output,
             old: Some(current),
             new: Some(previous),

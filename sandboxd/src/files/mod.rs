@@ -28,7 +28,7 @@ pub(crate) use editor::Editor;
 /// Where file actions resolve paths and whom new files belong to.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FileContext<'a> {
-    /// The bash session's current directory: relative paths of `read`/`write` resolve here.
+    /// The bash shell's current directory: relative paths of `read`/`write` resolve here.
     pub(crate) cwd: &'a Path,
     /// `--working-dir`: used by the editor's "Maybe you meant {initial_dir}/{path}?" hint.
     pub(crate) initial_dir: &'a Path,

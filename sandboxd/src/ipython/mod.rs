@@ -8,7 +8,7 @@
 
 mod cell;
 mod kernel;
-mod session;
+mod actor;
 mod wire;
 
 use std::path::PathBuf;
@@ -109,7 +109,7 @@ impl IPython {
     /// Starts the actor (not the kernel: see [`IPython::boot`]; the first cell starts it too).
     pub(crate) fn spawn(config: IPythonConfig) -> IPython {
         let (tx, rx) = mpsc::channel(64);
-        tokio::spawn(session::Session::new(config).serve(rx));
+        tokio::spawn(actor::KernelActor::new(config).serve(rx));
         IPython { tx }
     }
 

@@ -14,9 +14,9 @@ pub(super) fn complete_commands(tokens: &[Token]) -> Option<Vec<ast::CompleteCom
     let options = ParserOptions::default();
     // brush-parser's grammar can panic instead of failing: an all-digit word too large for an
     // `i32` right before a redirection (`99999999999>f`) is an io number, and its grammar action
-    // `unwrap`s the number's parse. This runs with the agent's command on the bash session's
+    // `unwrap`s the number's parse. This runs with the agent's command on the bash shell's
     // actor task; a panic there would end the actor and kill its shell, so that this command and
-    // every later one would be answered "the bash session has ended". Caught, the panic counts as
+    // every later one would be answered "the bash shell has ended". Caught, the panic counts as
     // the grammar rejecting the text: it is one statement and goes to bash as it is. (The
     // default panic hook still prints the panic message on stderr.) Stack overflow, which does
     // not unwind, cannot happen here: the lexer and the scan refuse text nested deeper than

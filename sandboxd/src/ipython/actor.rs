@@ -28,7 +28,7 @@ const AGENT_SKILLS: &str = "from openhands.runtime.plugins.agent_skills.agentski
 
 /// State of the actor; see the module documentation.
 #[derive(Debug)]
-pub(super) struct Session {
+pub(super) struct KernelActor {
     config: IPythonConfig,
     kernel: Option<Kernel>,
     /// Directory the kernel was started in or last moved to.
@@ -39,9 +39,9 @@ pub(super) struct Session {
     lost: Option<String>,
 }
 
-impl Session {
-    pub(super) fn new(config: IPythonConfig) -> Session {
-        Session {
+impl KernelActor {
+    pub(super) fn new(config: IPythonConfig) -> KernelActor {
+        KernelActor {
             executable: config.python.clone(),
             config,
             kernel: None,

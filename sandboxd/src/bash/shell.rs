@@ -1,4 +1,4 @@
-//! The persistent bash session: one actor task owns the shell, its terminal and the command in
+//! The persistent bash shell: one actor task owns the shell, its terminal and the command in
 //! flight; requests reach it through a channel, so commands are serialised per session while the
 //! rest of sandboxd (files, IPython, other sessions) runs freely.
 //!
@@ -44,7 +44,7 @@ pub(crate) struct ShellConfig {
 
 /// Errors starting a session.
 #[derive(Debug, thiserror::Error)]
-pub enum SessionError {
+pub enum ShellError {
     /// The shell could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
@@ -58,9 +58,9 @@ pub enum SessionError {
     },
 }
 
-/// Handle of a bash session; cheap to clone. The shell dies with the last handle.
+/// Handle of a bash shell; cheap to clone. The shell dies with the last handle.
 #[derive(Debug, Clone)]
-pub(crate) struct BashSession {
+pub(crate) struct BashShell {
     requests: mpsc::Sender<Request>,
     state: watch::Receiver<Option<PromptState>>,
 }
@@ -72,12 +72,12 @@ struct Request {
     reply: oneshot::Sender<Observation>,
 }
 
-impl BashSession {
+impl BashShell {
     /// Starts a shell in `cwd` and waits for its first prompt.
     pub(crate) async fn start(
         config: Arc<ShellConfig>,
         cwd: PathBuf,
-    ) -> Result<Self, SessionError> {
+    ) -> Result<Self, ShellError> {
         let token = random_token();
         let shell = Shell::start(&config, &token, &cwd).await?;
         let (state_tx, state) = watch::channel(shell.last_state.clone());
@@ -91,7 +91,7 @@ impl BashSession {
             state_tx,
         };
         tokio::spawn(actor.run(rx));
-        Ok(BashSession { requests, state })
+        Ok(BashShell { requests, state })
     }
 
     /// Runs one `run` action. `timeout` is the action's hard timeout in seconds.
@@ -153,7 +153,7 @@ struct Shell {
 }
 
 impl Shell {
-    async fn start(config: &ShellConfig, token: &str, cwd: &Path) -> Result<Self, SessionError> {
+    async fn start(config: &ShellConfig, token: &str, cwd: &Path) -> Result<Self, ShellError> {
         let spec = SpawnSpec {
             cwd,
             run_as: config.run_as.as_ref(),
@@ -190,7 +190,7 @@ impl Shell {
                 Ok(Some(PtyEvent::Eof) | None) => "the terminal closed".to_owned(),
                 Err(_) => format!("no prompt within {} s", STARTUP_TIMEOUT.as_secs()),
             };
-            return Err(SessionError::NotReady {
+            return Err(ShellError::NotReady {
                 reason,
                 output: String::from_utf8_lossy(&seen).into_owned(),
             });
@@ -226,7 +226,7 @@ struct Current {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Outcome {
+enum CommandEnd {
     Completed,
     NoChange,
     /// The hard timeout, in seconds as the action gave it.
@@ -380,17 +380,17 @@ impl Actor {
         }
         // A command that ended while detached: show its end first.
         if finished_unseen && (command.is_empty() || args.is_input) {
-            return self.observe(&command, hidden, Outcome::Completed, None);
+            return self.observe(&command, hidden, CommandEnd::Completed, None);
         }
         // 3. Refuse a new command while one runs.
         if running && !args.is_input && !command.is_empty() {
             let suffix = format!(
                 "\n[Your command \"{command}\" is NOT executed. The previous command is still running - You CANNOT send new commands until the previous command is completed. By setting `is_input` to `true`, you can interact with the current process: {TIMEOUT_HELP}]"
             );
-            return self.observe(&command, hidden, Outcome::NoChange, Some(suffix));
+            return self.observe(&command, hidden, CommandEnd::NoChange, Some(suffix));
         }
         let carried = if finished_unseen {
-            let obs = self.observe("", true, Outcome::Completed, None);
+            let obs = self.observe("", true, CommandEnd::Completed, None);
             Some(obs.content).filter(|c| !c.is_empty())
         } else {
             None
@@ -450,7 +450,7 @@ impl Actor {
             key,
             self.current.as_ref().and_then(|c| c.done.as_ref()),
         ) {
-            (Outcome::Completed, Some(k), Some(state)) => Some(format!(
+            (CommandEnd::Completed, Some(k), Some(state)) => Some(format!(
                 "\n[The command completed with exit code {}. CTRL+{k} was sent.]",
                 state.exit_code
             )),
@@ -467,24 +467,24 @@ impl Actor {
         obs
     }
 
-    async fn wait(&mut self, blocking: bool, timeout: Option<f64>) -> Outcome {
+    async fn wait(&mut self, blocking: bool, timeout: Option<f64>) -> CommandEnd {
         let start = Instant::now();
         let mut last_change = start;
         let hard =
             timeout.map(|t| start + Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX / 4));
         loop {
             if self.current.as_ref().is_none_or(|c| c.done.is_some()) {
-                return Outcome::Completed;
+                return CommandEnd::Completed;
             }
             // Checked here as well as by the timers below: output that never pauses keeps the
             // event branch ready, and the hard timeout must still end the wait.
             if let Some(deadline) = hard
                 && Instant::now() >= deadline
             {
-                return Outcome::HardTimeout(timeout.unwrap_or_default());
+                return CommandEnd::HardTimeout(timeout.unwrap_or_default());
             }
             let Some(shell) = &mut self.shell else {
-                return Outcome::Completed;
+                return CommandEnd::Completed;
             };
             let no_change = (!blocking).then(|| last_change + self.config.no_change_timeout);
             tokio::select! {
@@ -494,8 +494,8 @@ impl Actor {
                         last_change = Instant::now();
                     }
                 }
-                () = sleep_until(no_change) => return Outcome::NoChange,
-                () = sleep_until(hard) => return Outcome::HardTimeout(timeout.unwrap_or_default()),
+                () = sleep_until(no_change) => return CommandEnd::NoChange,
+                () = sleep_until(hard) => return CommandEnd::HardTimeout(timeout.unwrap_or_default()),
             }
         }
     }
@@ -505,7 +505,7 @@ impl Actor {
         &mut self,
         command: &str,
         hidden: bool,
-        outcome: Outcome,
+        outcome: CommandEnd,
         suffix_override: Option<String>,
     ) -> Observation {
         let Some(cur) = &mut self.current else {
@@ -523,7 +523,7 @@ impl Actor {
         });
         let mut metadata = CmdOutputMetadata::default();
         match outcome {
-            Outcome::Completed => {
+            CommandEnd::Completed => {
                 let state = cur.done.clone();
                 self.current = None;
                 if let Some(state) = state {
@@ -541,22 +541,22 @@ impl Actor {
                     )
                 });
             }
-            Outcome::NoChange | Outcome::HardTimeout(_) => {
+            CommandEnd::NoChange | CommandEnd::HardTimeout(_) => {
                 metadata.prefix = if first {
                     overflow.unwrap_or_default()
                 } else {
                     CONTINUE_PREFIX.to_owned()
                 };
                 metadata.suffix = suffix_override.unwrap_or_else(|| match outcome {
-                    Outcome::NoChange => format!(
+                    CommandEnd::NoChange => format!(
                         "\n[The command has no new output after {} seconds. {TIMEOUT_HELP}]",
                         self.config.no_change_timeout.as_secs()
                     ),
-                    Outcome::HardTimeout(t) => format!(
+                    CommandEnd::HardTimeout(t) => format!(
                         "\n[The command timed out after {} seconds. {TIMEOUT_HELP}]",
                         python_float(t)
                     ),
-                    Outcome::Completed => String::new(),
+                    CommandEnd::Completed => String::new(),
                 });
             }
         }
