@@ -1,4 +1,4 @@
-//! [`SandboxClient`]: one typed async method per sandboxd endpoint (§2 and §8 of the spec).
+//! [`SandboxClient`]: one typed async method per sandboxd endpoint (§2 and docs/protocol.md §8).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ pub const API_KEY_HEADER: &str = "X-Session-API-Key";
 
 /// HTTP deadline of `GET /alive` (the stock client's).
 pub const ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
-/// HTTP deadline of `GET /server_info` (the spec names none).
+/// HTTP deadline of `GET /server_info` (the protocol names none).
 pub const SERVER_INFO_TIMEOUT: Duration = Duration::from_secs(10);
 /// HTTP deadline of `POST /list_files` (the stock client's).
 pub const LIST_FILES_TIMEOUT: Duration = Duration::from_secs(10);

@@ -4,7 +4,7 @@
 //! * [`SandboxClient`]: one method per endpoint (`/alive`, `/server_info`, `/execute_action`,
 //!   `/list_files`, `/upload_file`, `/download_files`) plus `run`/`read`/`write`/`edit`
 //!   shortcuts, over TCP (`http://host:port`) or a Unix socket (`unix:/path.sock`, see
-//!   [`Target`]). Deadlines follow the stock client (§2 of the spec): 5 s for `/alive`, the
+//!   [`Target`]). Deadlines follow the stock client (docs/protocol.md §2): 5 s for `/alive`, the
 //!   action's `timeout` + 5 s for `/execute_action`, and so on.
 //! * [`ClientError`]: what went wrong and whether a retry can help.
 //! * [`ObservationExt`]: exit codes and display text of observations.

@@ -1,4 +1,4 @@
-//! [`RuntimeApiClient`]: the runtime API (the control plane of SPEC §9 that OpenHands'
+//! [`RuntimeApiClient`]: the runtime API (the control plane of docs/protocol.md §9 that OpenHands'
 //! `RemoteRuntime` speaks, served by `agentd serve`), one method per endpoint.
 
 use std::fmt;

@@ -36,7 +36,7 @@ pub struct Action {
     /// Token and cost figures of the LLM call behind the action, kept opaque.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm_metrics: Option<serde_json::Value>,
-    /// Hard timeout in seconds; `None` means no limit (§3.4 of the spec).
+    /// Hard timeout in seconds; `None` means no limit (docs/protocol.md §3.4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
 }

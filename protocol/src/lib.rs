@@ -4,7 +4,7 @@
 //! one exception is a pure predicate every side must agree on, [`ActionType::is_runnable`]).
 //! Every shape here is what OpenHands' own Python client puts on (or reads from) the wire, so a
 //! type's field order, names and defaults are protocol facts, not style choices.
-//! `../shared/SPEC.md` is the reference for each of them.
+//! `docs/protocol.md` is the reference for each of them.
 #![deny(missing_docs)]
 
 pub mod action;

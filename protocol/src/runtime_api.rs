@@ -1,5 +1,5 @@
 //! The runtime API: the control plane OpenHands' `RemoteRuntime` speaks to create, find, pause
-//! and stop sandboxes (SPEC §9), plus the listing endpoint of our own (`GET /runtimes`).
+//! and stop sandboxes (docs/protocol.md §9), plus the listing endpoint of our own (`GET /runtimes`).
 //!
 //! Every request carries the service's key as `X-API-Key`; errors are
 //! [`ErrorResponse`](crate::api::ErrorResponse) bodies (`{"detail": ...}`).

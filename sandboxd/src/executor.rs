@@ -1,7 +1,7 @@
 //! The one component that owns sandbox state: the bash shell, the editor's history and the
 //! paths actions resolve against. It dispatches each decoded [`Action`] to its family.
 //!
-//! Locking is per resource (SPEC §11): `run` actions queue on the bash shell only, file
+//! Locking is per resource (docs/protocol.md §11): `run` actions queue on the bash shell only, file
 //! actions run on blocking threads and never wait behind a command, `is_static` commands get a
 //! shell of their own, and `run_ipython` cells queue on the kernel actor only.
 
@@ -13,7 +13,7 @@ use std::time::Duration;
 use protocol::action::{ActionKind, CmdRunArgs};
 use protocol::{Action, Observation};
 
-use crate::bash::{BashShell, ShellError, ShellConfig};
+use crate::bash::{BashShell, ShellConfig, ShellError};
 use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
 use crate::observations;

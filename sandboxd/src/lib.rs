@@ -100,7 +100,7 @@ async fn serve(
         )));
     }
     if cli.browser_enabled() {
-        // Reference compatibility (SPEC §10): the browser's download folder.
+        // Reference compatibility (docs/protocol.md §10): the browser's download folder.
         let _ = std::fs::create_dir_all(working_dir.join(".downloads"));
     }
     let run_as = user::resolve(&cli.username, cli.user_id)?;

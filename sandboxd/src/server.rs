@@ -1,6 +1,6 @@
 //! HTTP routes: authenticate, decode the request into a protocol type, hand it to the executor
 //! or the transfer helpers, encode the answer. Status codes and `detail` texts are the
-//! reference's (SPEC §2, §8).
+//! reference's (docs/protocol.md §2, §8).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

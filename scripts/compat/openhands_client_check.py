@@ -350,7 +350,7 @@ def run_checks(args: argparse.Namespace) -> int:
 
     def check_server_info() -> str:
         # Not used by ActionExecutionClient 0.62 (only the app server has its own
-        # /server_info); checked against SPEC §2 with the client's request helper.
+        # /server_info); checked against docs/protocol.md §2 with the client's request helper.
         r = rt._send_action_server_request('GET', f'{rt.action_execution_server_url}/server_info', timeout=5)
         d = r.json()
         for k in ('uptime', 'idle_time'):
@@ -362,7 +362,7 @@ def run_checks(args: argparse.Namespace) -> int:
                            ('io', ('read_bytes', 'write_bytes'))):
             for k in keys:
                 expect(isinstance(res.get(sect, {}).get(k), (int, float)), f'{sect}.{k}: {res!r}')
-        return 'not used by the client; shape per SPEC'
+        return 'not used by the client; shape per docs/protocol.md'
 
     suite.run('server_info: shape (not used by the client)', check_server_info)
 
@@ -969,7 +969,7 @@ def run_checks(args: argparse.Namespace) -> int:
     suite.run('client: Runtime.maybe_setup_git_hooks()', check_git_hooks, cleanup=reset_shell)
 
     def check_mcp() -> str:
-        # Optional feature (SPEC §2): with stdio MCP servers the client posts them to
+        # Optional feature (docs/protocol.md §2): with stdio MCP servers the client posts them to
         # /update_mcp_server and then talks MCP over SSE at /mcp/sse.
         from openhands.core.config.mcp_config import MCPStdioServerConfig
 

@@ -30,7 +30,7 @@ pub mod daemon;
 
 pub use daemon::Daemon;
 
-/// The start command line OpenHands' `RemoteRuntime` sends in a runtime API `/start` (SPEC
+/// The start command line OpenHands' `RemoteRuntime` sends in a runtime API `/start` (docs/protocol.md
 /// §1.1, §9): the interpreter prefix, the server module, port 60000, `/workspace`, the
 /// `plugins` (if any), user `openhands` (1000), no browser.
 pub fn reference_start_command(plugins: &[&str]) -> Vec<String> {

@@ -1,5 +1,5 @@
 //! The output of one command as the agent sees it: rendered lines, the bounded window kept for
-//! observations, the spool file that keeps everything, and the reference's size rules (§4.6).
+//! observations, the spool file that keeps everything, and the reference's size rules (docs/protocol.md §4.6).
 
 use std::collections::VecDeque;
 use std::fs::File;

@@ -74,10 +74,7 @@ struct Request {
 
 impl BashShell {
     /// Starts a shell in `cwd` and waits for its first prompt.
-    pub(crate) async fn start(
-        config: Arc<ShellConfig>,
-        cwd: PathBuf,
-    ) -> Result<Self, ShellError> {
+    pub(crate) async fn start(config: Arc<ShellConfig>, cwd: PathBuf) -> Result<Self, ShellError> {
         let token = random_token();
         let shell = Shell::start(&config, &token, &cwd).await?;
         let (state_tx, state) = watch::channel(shell.last_state.clone());

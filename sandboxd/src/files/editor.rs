@@ -1,4 +1,4 @@
-//! The `oh_aci` file editor (§7 of the spec): `view`, `create`, `str_replace`, `insert` and
+//! The `oh_aci` file editor (docs/protocol.md §7): `view`, `create`, `str_replace`, `insert` and
 //! `undo_edit` with the reference's validation order, messages, `cat -n` output, per-file undo
 //! history and per-file encodings.
 

@@ -1,4 +1,4 @@
-//! File actions: `read`, `write` and the `oh_aci` editor behind `edit` (§6–7 of the spec),
+//! File actions: `read`, `write` and the `oh_aci` editor behind `edit` (docs/protocol.md §6–7),
 //! answering with the reference's observations byte for byte.
 //!
 //! Everything here is blocking; the caller runs it on a blocking thread. No input makes these

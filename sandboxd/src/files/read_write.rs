@@ -1,4 +1,4 @@
-//! The plain `read` (default mode) and `write` actions (§6 of the spec): paths resolved against
+//! The plain `read` (default mode) and `write` actions (docs/protocol.md §6): paths resolved against
 //! the shell's working directory, UTF-8 with Python's universal newlines, the reference's line
 //! selection and splicing rules.
 

@@ -1,6 +1,6 @@
 //! End-to-end tests of the file actions: the reference's recorded exchanges
 //! (`fixtures/reference-exchanges.txt`, with `/workspace` replaced by a temporary directory)
-//! and every message of §6–7 of the spec.
+//! and every message of docs/protocol.md §6–7.
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

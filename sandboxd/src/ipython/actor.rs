@@ -1,4 +1,4 @@
-//! The kernel actor: owns the kernel and runs cells one at a time (SPEC §5). It starts the
+//! The kernel actor: owns the kernel and runs cells one at a time (docs/protocol.md §5). It starts the
 //! kernel on demand, moves it to the shell's directory before a cell, times cells out
 //! (interrupt; restart if the cell ignores it) and replaces a kernel that died, saying once in
 //! an observation that the previous kernel's state is gone.

@@ -1,4 +1,4 @@
-//! What one cell produced and the text the reference makes of it (SPEC §5): IOPub outputs in
+//! What one cell produced and the text the reference makes of it (docs/protocol.md §5): IOPub outputs in
 //! arrival order, `image/png` data as `data:` URLs, SGR colours stripped, the no-output text and
 //! the working-directory and interpreter lines.
 

@@ -1,4 +1,4 @@
-//! The IPython kernel behind `run_ipython` (SPEC §5): a real ipykernel spoken to over the
+//! The IPython kernel behind `run_ipython` (docs/protocol.md §5): a real ipykernel spoken to over the
 //! Jupyter wire protocol (ZeroMQ, from Rust), owned by one actor task.
 //!
 //! `session` is the actor: it owns the kernel, runs one cell at a time, syncs the working
@@ -6,9 +6,9 @@
 //! kernel that died. `kernel` starts, talks to and kills one kernel process; `wire` decodes what
 //! the kernel sends; `cell` turns a cell's messages into the observation's text.
 
+mod actor;
 mod cell;
 mod kernel;
-mod actor;
 mod wire;
 
 use std::path::PathBuf;

@@ -11,7 +11,7 @@ use zip::{CompressionMethod, ZipWriter};
 use super::error::TransferError;
 use super::zip_time::zip_time;
 
-/// `GET /download_files` (§8): writes into `out` a zip of every regular file under `path`
+/// `GET /download_files` (docs/protocol.md §8): writes into `out` a zip of every regular file under `path`
 /// (recursive walk), named relative to `path` with `/` separators; a path naming a plain file
 /// yields an empty zip.
 ///

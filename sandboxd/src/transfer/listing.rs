@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::Path;
 
-/// `POST /list_files` semantics (§8): names of the entries of `dir`; directories first with a
+/// `POST /list_files` semantics (docs/protocol.md §8): names of the entries of `dir`; directories first with a
 /// trailing `/`, then files, each group sorted case-insensitively; hidden entries included.
 ///
 /// Symbolic links are classified by their target; dangling ones are left out. A missing path, a

@@ -1,5 +1,5 @@
 //! Upload, download and listing of files: the blocking work behind `POST /upload_file`,
-//! `GET /download_files` and `POST /list_files` (§8 of the spec).
+//! `GET /download_files` and `POST /list_files` (docs/protocol.md §8).
 //!
 //! Every function here blocks; the HTTP layer runs it on a blocking thread. A `TransferError`'s
 //! `Display` is the reference server's `detail` text, so the HTTP layer answers

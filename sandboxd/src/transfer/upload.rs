@@ -47,7 +47,7 @@ impl Default for ExtractLimits {
     }
 }
 
-/// Stores an upload (§8) with the default [`ExtractLimits`]; see [`store_upload_with_limits`].
+/// Stores an upload (docs/protocol.md §8) with the default [`ExtractLimits`]; see [`store_upload_with_limits`].
 pub(crate) fn store_upload(
     destination: &Path,
     filename: &str,
@@ -65,7 +65,7 @@ pub(crate) fn store_upload(
     )
 }
 
-/// Stores an upload (§8): creates the destination directory; if `recursive` or `filename` ends in
+/// Stores an upload (docs/protocol.md §8): creates the destination directory; if `recursive` or `filename` ends in
 /// `.zip`, extracts the zip `data` into the destination; otherwise writes `destination/filename`,
 /// replacing an existing file.
 ///

@@ -1,4 +1,4 @@
-//! `run` semantics of the persistent bash session (SPEC §4).
+//! `run` semantics of the persistent bash session (docs/protocol.md §4).
 
 use serde_json::json;
 

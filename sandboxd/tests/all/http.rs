@@ -1,4 +1,4 @@
-//! HTTP surface: auth, status codes, error bodies, the OpenAPI document (SPEC §2).
+//! HTTP surface: auth, status codes, error bodies, the OpenAPI document (docs/protocol.md §2).
 
 use reqwest::Method;
 use serde_json::{Value, json};

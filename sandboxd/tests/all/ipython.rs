@@ -1,4 +1,4 @@
-//! `run_ipython` against a real ipykernel (SPEC §5). The kernel runs on `/usr/bin/python3`
+//! `run_ipython` against a real ipykernel (docs/protocol.md §5). The kernel runs on `/usr/bin/python3`
 //! (`scripts/setup` installs `python3-ipykernel`): the `python3` first on `PATH` may lack it.
 
 use std::sync::Arc;

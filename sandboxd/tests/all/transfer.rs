@@ -1,4 +1,4 @@
-//! Uploads, downloads and listings through the real daemon (SPEC §8).
+//! Uploads, downloads and listings through the real daemon (docs/protocol.md §8).
 
 use std::io::Write;
 

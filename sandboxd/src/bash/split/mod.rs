@@ -1,5 +1,5 @@
 //! Splits a bash command into its top-level statements, so that a command holding more than one
-//! (`ls\necho hi`) can be refused with the reference's "multiple commands" error (SPEC §4.3 step 2).
+//! (`ls\necho hi`) can be refused with the reference's "multiple commands" error (docs/protocol.md §4.3 step 2).
 //!
 //! A *statement* is what bash calls a complete command: the text up to a newline that ends the
 //! command at top level. `a && b`, `a; b`, `a | b`, loops, `if`, `case`, functions, subshells,
