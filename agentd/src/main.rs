@@ -243,7 +243,7 @@ async fn sandbox(docker: &DockerRuntime, command: SandboxCommand) -> anyhow::Res
                         "{:<14} {:<22} {:<9} {:<28} {owner}",
                         &s.id[..s.id.len().min(12)],
                         s.name,
-                        s.state,
+                        s.state.as_ref(),
                         s.url.unwrap_or_else(|| "-".to_string())
                     );
                 }

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bollard::models::ContainerStateStatusEnum;
 use client::SandboxClient;
 use protocol::api::ConfigureRequest;
 use protocol::runtime_api::{
@@ -25,7 +26,8 @@ use super::store::{Claim, Store};
 use super::{ServeConfig, ServeError, command};
 use crate::runtime::docker::image::{self, default_sandboxd_binary};
 use crate::runtime::docker::{
-    DockerError, DockerRuntime, SandboxConfig, SandboxUser, UserError, label, labels, url_of,
+    DockerError, DockerRuntime, SandboxConfig, SandboxUser, UserError, label, labels, state_of,
+    url_of,
 };
 
 /// Largest `resource_factor` accepted.
@@ -428,7 +430,7 @@ impl SandboxService {
             return PodStatus::Ready;
         }
         match self.docker.get_state(&entry.container_id).await {
-            Ok(Some(state)) if state == "running" => PodStatus::Pending,
+            Ok(Some(ContainerStateStatusEnum::RUNNING)) => PodStatus::Pending,
             Ok(_) => PodStatus::Failed,
             Err(e) => {
                 tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
@@ -441,7 +443,10 @@ impl SandboxService {
     /// failed inspection says nothing: not gone.
     async fn gone(&self, entry: &Entry) -> bool {
         match self.docker.get_state(&entry.container_id).await {
-            Ok(Some(state)) => state != "running" && state != "paused",
+            Ok(Some(state)) => !matches!(
+                state,
+                ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED
+            ),
             Ok(None) => true,
             Err(e) => {
                 tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
@@ -617,23 +622,21 @@ impl SandboxService {
             let runtime_id = label(&inspect, labels::SERVE_RUNTIME_ID)
                 .unwrap_or_default()
                 .to_string();
-            let status = inspect
-                .state
-                .as_ref()
-                .and_then(|s| s.status)
-                .map(|s| s.to_string())
-                .unwrap_or_default();
+            let state = state_of(&inspect);
             let local_url = url_of(&inspect);
             let port = local_url.as_deref().and_then(port_of);
             let claim = claims.remove(&runtime_id);
-            let usable = matches!(status.as_str(), "running" | "paused");
+            let usable = matches!(
+                state,
+                Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED)
+            );
             match (claim, local_url, port) {
                 (Some(mut claim), Some(local_url), Some(port)) if usable => {
                     // Killed between the claim and the configuration: send it now (a sandboxd
                     // that has it already refuses it, which changes nothing).
                     if let Some(configure) = claim.pending_configuration.take() {
                         match configure_key(&inspect) {
-                            Some(key) if status == "running" => {
+                            Some(key) if state == Some(ContainerStateStatusEnum::RUNNING) => {
                                 match send_configuration(&local_url, &key, &configure).await {
                                     Ok(()) => {
                                         tracing::info!(%runtime_id, "sent the configuration a killed service had not")
@@ -653,7 +656,7 @@ impl SandboxService {
                         container_id: id,
                         url: format!("http://{}:{port}", self.config.public_host),
                         local_url,
-                        paused: status == "paused",
+                        paused: state == Some(ContainerStateStatusEnum::PAUSED),
                         ready: false,
                         claim,
                     };
@@ -661,7 +664,9 @@ impl SandboxService {
                     recovered += 1;
                     continue;
                 }
-                (None, Some(local_url), Some(port)) if status == "running" => {
+                (None, Some(local_url), Some(port))
+                    if state == Some(ContainerStateStatusEnum::RUNNING) =>
+                {
                     let tag = inspect
                         .config
                         .as_ref()
@@ -690,6 +695,7 @@ impl SandboxService {
                 }
                 _ => {}
             }
+            let status = state.as_ref().map_or("", AsRef::as_ref);
             tracing::info!(%runtime_id, %status, "removing a sandbox left behind");
             if let Err(e) = self.docker.down(&id).await {
                 tracing::warn!(%runtime_id, error = %e, "cannot remove a sandbox left behind");
