@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agentd::runtime::docker::image::{self, SandboxImage};
+use agentd::runtime::docker::image;
 use agentd::runtime::docker::labels::Owner;
 use agentd::runtime::docker::{
     DockerRuntime, GcPolicy, Limits, Network, Sandbox, SandboxConfig, SandboxUser, config,
@@ -153,15 +153,6 @@ struct SandboxdArg {
     path: Option<PathBuf>,
 }
 
-impl SandboxdArg {
-    fn resolve(&self) -> anyhow::Result<PathBuf> {
-        self.path
-            .clone()
-            .or_else(image::default_sandboxd_binary)
-            .context("no sandboxd binary: pass --sandboxd PATH or set AGENTD_SANDBOXD_BIN")
-    }
-}
-
 #[derive(Debug, Subcommand)]
 enum ImageCommand {
     /// Make a base image (any image with bash) a sandbox image; prints its tag.
@@ -298,13 +289,12 @@ async fn sandbox(docker: &DockerRuntime, command: SandboxCommand) -> anyhow::Res
 }
 
 async fn up(docker: &DockerRuntime, args: UpArgs) -> anyhow::Result<u8> {
-    let image = if image::is_sandbox_image(docker.docker(), &args.image).await? {
-        args.image.clone()
-    } else {
-        build(docker, &args.image, &args.sandboxd.resolve()?, args.json)
-            .await?
-            .tag
-    };
+    let image = with_build_progress(args.json, async |progress| {
+        let sandboxd = args.sandboxd.path.as_deref();
+        image::sandbox_image_for(docker.docker(), &args.image, sandboxd, progress).await
+    })
+    .await?
+    .tag;
     let positive = |v: i64| (v > 0).then_some(v);
     let config = SandboxConfig {
         image,
@@ -378,7 +368,11 @@ async fn image_command(docker: &DockerRuntime, command: ImageCommand) -> anyhow:
             sandboxd,
             json,
         } => {
-            let image = build(docker, &base, &sandboxd.resolve()?, json).await?;
+            let sandboxd = image::sandboxd_binary(sandboxd.path.as_deref(), &base)?;
+            let image = with_build_progress(json, async |progress| {
+                image::ensure_sandbox_image(docker.docker(), &base, &sandboxd, progress).await
+            })
+            .await?;
             if json {
                 println!("{}", serde_json::to_string(&image)?);
             } else {
@@ -407,34 +401,31 @@ async fn image_command(docker: &DockerRuntime, command: ImageCommand) -> anyhow:
     }
 }
 
-/// Builds (or finds) the sandbox image for `base`, showing progress: a spinner on a terminal,
-/// log lines otherwise.
-async fn build(
-    docker: &DockerRuntime,
-    base: &str,
-    sandboxd: &std::path::Path,
+/// Runs `make` (which may build a sandbox image) with the build's progress shown: on a
+/// terminal (unless `quiet`) a spinner that appears with the build's first line, else log lines.
+async fn with_build_progress<T>(
     quiet: bool,
-) -> anyhow::Result<SandboxImage> {
-    let spinner = (!quiet && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.enable_steady_tick(Duration::from_millis(100));
-        bar.set_message(format!("making {base} a sandbox image"));
-        bar
-    });
-    let result =
-        image::ensure_sandbox_image(docker.docker(), base, sandboxd, |line| match &spinner {
-            Some(bar) => bar.set_message(line.to_string()),
-            None => tracing::info!(target: "agentd::build", "{line}"),
-        })
-        .await;
-    if let Some(bar) = spinner {
+    make: impl AsyncFnOnce(&mut dyn FnMut(&str)) -> T,
+) -> T {
+    let spinner = !quiet && std::io::stderr().is_terminal();
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let made = make(&mut |line: &str| {
+        if !spinner {
+            tracing::info!(target: "agentd::build", "{line}");
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        });
+        bar.set_message(line.to_string());
+    })
+    .await;
+    if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let image = result?;
-    if image.built {
-        tracing::info!(tag = %image.tag, secs = image.elapsed.as_secs_f64(), "built sandbox image");
-    }
-    Ok(image)
+    made
 }
 
 fn parse_network(s: &str) -> Result<Network, String> {

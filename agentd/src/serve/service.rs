@@ -24,7 +24,7 @@ use tokio::sync::{Notify, watch};
 use super::auth::{ApiKeys, Owner};
 use super::store::{Claim, Store};
 use super::{ServeConfig, ServeError, command};
-use crate::runtime::docker::image::{self, default_sandboxd_binary};
+use crate::runtime::docker::image;
 use crate::runtime::docker::{
     DockerError, DockerRuntime, SandboxConfig, SandboxUser, UserError, label, labels, state_of,
     url_of,
@@ -166,29 +166,18 @@ impl SandboxService {
         if let Some(tag) = cache.get(local) {
             return Ok(tag.clone());
         }
-        let docker = self.docker.docker();
-        let tag = if image::is_sandbox_image(docker, local).await? {
-            local.to_string()
-        } else {
-            let binary = self
-                .config
-                .sandboxd_binary
-                .clone()
-                .or_else(default_sandboxd_binary)
-                .ok_or_else(|| {
-                    ServeError::Config(format!(
-                        "{local} is a base image and no sandboxd binary was given (--sandboxd, AGENTD_SANDBOXD_BIN)"
-                    ))
-                })?;
-            let made = image::ensure_sandbox_image(docker, local, &binary, |line| {
-                tracing::info!(target: "agentd::build", "{line}");
-            })
-            .await?;
-            if made.built {
-                tracing::info!(tag = %made.tag, secs = made.elapsed.as_secs_f64(), "built sandbox image");
-            }
-            made.tag
-        };
+        let tag = image::sandbox_image_for(
+            self.docker.docker(),
+            local,
+            self.config.sandboxd_binary.as_deref(),
+            |line| tracing::info!(target: "agentd::build", "{line}"),
+        )
+        .await
+        .map_err(|e| match e {
+            DockerError::NoSandboxd { .. } => ServeError::Config(e.to_string()),
+            other => other.into(),
+        })?
+        .tag;
         cache.insert(local.to_string(), tag.clone());
         Ok(tag)
     }

@@ -58,6 +58,15 @@ pub enum DockerError {
         /// Why it could not be read.
         source: std::io::Error,
     },
+    /// `image` is a base image and no sandboxd binary was given or found to make it a sandbox
+    /// image with. Retrying cannot help until one is given.
+    #[error(
+        "{image} is a base image and no sandboxd binary was given: pass --sandboxd PATH, set AGENTD_SANDBOXD_BIN, or put sandboxd next to agentd"
+    )]
+    NoSandboxd {
+        /// The base image.
+        image: String,
+    },
     /// Building a sandbox image failed; the message ends with the build's last lines.
     #[error("building the sandbox image failed: {0}")]
     Build(String),
