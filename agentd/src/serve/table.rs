@@ -284,57 +284,43 @@ mod tests {
         assert!(table.remove("rt-1").is_none());
     }
 
-    #[test]
-    fn summaries_are_oldest_first_with_the_last_seen_status() {
+    /// Owner `a`'s sandboxes: one pending (the oldest), one ready, one paused (the newest);
+    /// and one of owner `b`.
+    fn three_states() -> Table {
         let table = Table::default();
         table.insert(entry("rt-new", "s3", "a", "2024-01-03T00:00:00Z"));
         table.insert(entry("rt-old", "s1", "a", "2024-01-01T00:00:00Z"));
         table.insert(entry("rt-mid", "s2", "a", "2024-01-02T00:00:00Z"));
         table.insert(entry("rt-other", "s4", "b", "2024-01-01T00:00:00Z"));
         table.set_ready("rt-mid");
-        table.set_paused("rt-new", true);
         table.set_ready("rt-new");
-        let seen: Vec<(String, SessionStatus, PodStatus)> = table
+        table.set_paused("rt-new", true);
+        table
+    }
+
+    #[test]
+    fn summaries_are_oldest_first_with_the_last_seen_status() {
+        let seen: Vec<(String, SessionStatus, PodStatus)> = three_states()
             .summaries(&owner("a"))
             .into_iter()
             .map(|s| (s.runtime_id, s.status, s.pod_status))
             .collect();
-        assert_eq!(
-            seen,
-            vec![
-                (
-                    "rt-old".to_string(),
-                    SessionStatus::Running,
-                    PodStatus::Pending
-                ),
-                (
-                    "rt-mid".to_string(),
-                    SessionStatus::Running,
-                    PodStatus::Ready
-                ),
-                (
-                    "rt-new".to_string(),
-                    SessionStatus::Paused,
-                    PodStatus::Paused
-                ),
-            ]
-        );
+        let expected = [
+            ("rt-old", SessionStatus::Running, PodStatus::Pending),
+            ("rt-mid", SessionStatus::Running, PodStatus::Ready),
+            ("rt-new", SessionStatus::Paused, PodStatus::Paused),
+        ]
+        .map(|(id, status, pod)| (id.to_string(), status, pod));
+        assert_eq!(seen, expected);
     }
 
     #[test]
     fn only_ready_running_sandboxes_are_serving() {
-        let table = Table::default();
-        table.insert(entry("rt-pending", "s1", "a", "t"));
-        table.insert(entry("rt-ready", "s2", "a", "t"));
-        table.insert(entry("rt-paused", "s3", "a", "t"));
-        table.set_ready("rt-ready");
-        table.set_ready("rt-paused");
-        table.set_paused("rt-paused", true);
-        let serving: Vec<String> = table
+        let serving: Vec<String> = three_states()
             .serving()
             .into_iter()
             .map(|e| e.claim.runtime_id)
             .collect();
-        assert_eq!(serving, vec!["rt-ready".to_string()]);
+        assert_eq!(serving, vec!["rt-mid".to_string()]);
     }
 }
