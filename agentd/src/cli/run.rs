@@ -17,6 +17,8 @@ use anyhow::Context;
 use clap::Args;
 use protocol::{Action, Event};
 
+use super::{parse_bytes, set};
+
 /// Exit status of a command line that cannot work.
 const USAGE: u8 = 2;
 /// Exit status when a replay saw other observations than its recording.
@@ -119,10 +121,7 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
-    let file = match &args.config {
-        Some(path) => FileConfig::load(path)?,
-        None => FileConfig::default(),
-    };
+    let file = super::settings(args.config.as_deref())?;
     let recorded = match &args.replay {
         Some(path) => Some(trajectory::load(path)?),
         None => None,
@@ -187,11 +186,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         ..RuntimeConfig::default()
     };
     let docker = &mut runtime.docker;
-    if let Some(image) = args.image.or(file.docker.image) {
-        docker.image = image;
-    }
+    set(&mut docker.image, args.image.or(file.docker.image));
     if let Some(memory) = &file.docker.memory {
-        docker.limits.memory_bytes = Some(crate::parse_bytes(memory).map_err(anyhow::Error::msg)?);
+        docker.limits.memory_bytes = Some(parse_bytes(memory).map_err(anyhow::Error::msg)?);
     }
     if let Some(cpus) = file.docker.cpus {
         docker.limits.cpus = Some(cpus);
@@ -199,12 +196,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
     if let Some(pids) = file.docker.pids {
         docker.limits.pids = Some(pids);
     }
-    if let Some(network) = file.docker.network {
-        docker.network = network;
-    }
-    if let Some(read_only) = file.docker.read_only {
-        docker.read_only_root = read_only;
-    }
+    set(&mut docker.network, file.docker.network);
+    set(&mut docker.read_only_root, file.docker.read_only);
     docker.user = match (args.sandbox_uid, &file.docker.uid) {
         (Some(user), _) => Some(user),
         (None, Some(text)) => Some(text.parse().map_err(anyhow::Error::msg)?),

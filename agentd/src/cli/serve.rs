@@ -6,10 +6,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentd::config::FileConfig;
 use agentd::serve::{self, ServeConfig};
 use anyhow::Context;
 use clap::Args;
+
+use super::{parse_bytes, set, stop_signal};
 
 /// Exit status when the address cannot be bound.
 const CANNOT_BIND: u8 = 3;
@@ -54,7 +55,7 @@ pub struct ServeArgs {
     #[arg(long, env = "AGENTD_SERVE_STATE_DIR", value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Memory limit of a sandbox at resource_factor 1 (e.g. 4g).
-    #[arg(long, value_parser = crate::parse_bytes)]
+    #[arg(long, value_parser = parse_bytes)]
     memory: Option<i64>,
     /// CPU limit of a sandbox at resource_factor 1.
     #[arg(long)]
@@ -75,10 +76,7 @@ pub struct ServeArgs {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
-    let file = match &args.config {
-        Some(path) => FileConfig::load(path)?,
-        None => FileConfig::default(),
-    };
+    let file = super::settings(args.config.as_deref())?;
     let section = file.serve;
     let mut config = ServeConfig {
         api_keys: if args.api_keys.is_empty() {
@@ -91,51 +89,41 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         ..ServeConfig::default()
     };
     config.api_keys.retain(|k| !k.trim().is_empty());
-    if let Some(name) = args.name.or(section.name) {
-        config.name = name;
-    }
-    if let Some(image) = args.image.or(section.image) {
-        config.default_image = image;
-    }
-    if let Some(size) = args.pool_size.or(section.pool_size) {
-        config.pool_size = size;
-    }
-    if let Some(secs) = args.idle_timeout.or(section.idle_timeout) {
-        config.idle_timeout = (secs > 0.0).then(|| Duration::from_secs_f64(secs));
-    }
-    if let Some(host) = args.public_host.or(section.public_host) {
-        config.public_host = host;
-    }
-    if let Some(address) = args.publish_address.or(section.publish_address) {
-        config.publish_address = address;
-    }
-    if let Some(dir) = args.state_dir.or(section.state_dir) {
-        config.state_dir = dir;
-    }
-    if let Some(prefix) = section.registry_prefix {
-        config.registry_prefix = prefix;
-    }
+    set(&mut config.name, args.name.or(section.name));
+    set(&mut config.default_image, args.image.or(section.image));
+    set(&mut config.pool_size, args.pool_size.or(section.pool_size));
+    let idle_timeout = args.idle_timeout.or(section.idle_timeout);
+    set(
+        &mut config.idle_timeout,
+        idle_timeout.map(|secs| (secs > 0.0).then(|| Duration::from_secs_f64(secs))),
+    );
+    set(
+        &mut config.public_host,
+        args.public_host.or(section.public_host),
+    );
+    set(
+        &mut config.publish_address,
+        args.publish_address.or(section.publish_address),
+    );
+    set(&mut config.state_dir, args.state_dir.or(section.state_dir));
+    set(&mut config.registry_prefix, section.registry_prefix);
     let memory = match (args.memory, &section.memory) {
         (Some(m), _) => Some(m),
-        (None, Some(m)) => Some(crate::parse_bytes(m).map_err(anyhow::Error::msg)?),
+        (None, Some(m)) => Some(parse_bytes(m).map_err(anyhow::Error::msg)?),
         (None, None) => None,
     };
-    if let Some(memory) = memory {
-        config.limits.memory_bytes = (memory > 0).then_some(memory);
-    }
-    if let Some(cpus) = args.cpus.or(section.cpus) {
-        config.limits.cpus = (cpus > 0.0).then_some(cpus);
-    }
-    if let Some(pids) = args.pids.or(section.pids) {
-        config.limits.pids = (pids > 0).then_some(pids);
-    }
+    let limits = &mut config.limits;
+    set(
+        &mut limits.memory_bytes,
+        memory.map(|m| (m > 0).then_some(m)),
+    );
+    let cpus = args.cpus.or(section.cpus);
+    set(&mut limits.cpus, cpus.map(|c| (c > 0.0).then_some(c)));
+    let pids = args.pids.or(section.pids);
+    set(&mut limits.pids, pids.map(|p| (p > 0).then_some(p)));
     config.sandboxd_binary = args.sandboxd.or(file.sandboxd);
-    if let Some(network) = file.docker.network {
-        config.sandbox.network = network;
-    }
-    if let Some(read_only) = file.docker.read_only {
-        config.sandbox.read_only_root = read_only;
-    }
+    set(&mut config.sandbox.network, file.docker.network);
+    set(&mut config.sandbox.read_only_root, file.docker.read_only);
     config.sandbox.allow_root = args.allow_root || section.allow_root.unwrap_or(false);
     if config.api_keys.is_empty() {
         eprintln!(
@@ -151,7 +139,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
             return Ok(CANNOT_BIND);
         }
     };
-    let shutdown = shutdown_signal()?;
+    let shutdown = stop_signal()?;
     let json = args.json;
     serve::run(config, listener, shutdown, |addr| {
         if json {
@@ -166,17 +154,4 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     .await
     .context("agentd serve")?;
     Ok(0)
-}
-
-/// SIGTERM or SIGINT, handlers installed now.
-fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    Ok(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    })
 }

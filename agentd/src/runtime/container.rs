@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::docker::image::{self, default_sandboxd_binary};
+use super::docker::image;
 use super::docker::labels::Owner;
 use super::docker::{DockerError, DockerRuntime, Sandbox};
 use super::sandbox::record_death;
@@ -48,24 +48,18 @@ pub(super) async fn start(
         };
     }
     sandbox_config.ready_timeout = config.startup_timeout;
-    if !image::is_sandbox_image(docker.docker(), &sandbox_config.image).await? {
-        let binary = config
-            .sandboxd_binary
-            .clone()
-            .or_else(default_sandboxd_binary)
-            .ok_or(RuntimeError::NoSandboxd)?;
-        let made = image::ensure_sandbox_image(
-            docker.docker(),
-            &sandbox_config.image,
-            &binary,
-            |line| tracing::info!(target: "agentd::build", "{line}"),
-        )
-        .await?;
-        if made.built {
-            tracing::info!(tag = %made.tag, secs = made.elapsed.as_secs_f64(), "built sandbox image");
-        }
-        sandbox_config.image = made.tag;
-    }
+    sandbox_config.image = image::sandbox_image_for(
+        docker.docker(),
+        &sandbox_config.image,
+        config.sandboxd_binary.as_deref(),
+        |line| tracing::info!(target: "agentd::build", "{line}"),
+    )
+    .await
+    .map_err(|e| match e {
+        DockerError::NoSandboxd { .. } => RuntimeError::NoSandboxd,
+        other => other.into(),
+    })?
+    .tag;
     let sandbox = docker
         .up(&sandbox_config, Owner::current().as_ref())
         .await?;

@@ -2,23 +2,30 @@
 //! creates, finds, pauses and stops hardened sandbox containers for callers that hold one of
 //! its API keys, OpenHands' `RemoteRuntime` among them.
 //!
-//! - [`service::SandboxService`] owns the sandboxes: the table of claimed ones, the warm pools,
-//!   recovery after a restart, the idle reaper;
+//! - [`service::SandboxService`] owns the sandboxes and answers the runtime API's operations
+//!   (start, claim, stop, pause, resume, status); its parts: `table` (the claimed sandboxes),
+//!   `pool` (warm pools and their filler), `images` (caller image → sandbox image, made once),
+//!   `recovery` (a previous run's sandboxes and claims, at start), `reaper` (idle stop);
 //! - [`routes`] is the HTTP layer (the only one of this module);
 //! - [`auth`]: API keys; [`command`]: the caller's start command mapped onto sandboxd;
 //!   [`store`]: claims on disk.
 
 pub mod auth;
 pub mod command;
+mod images;
+mod pool;
+mod reaper;
+mod recovery;
 pub mod routes;
 pub mod service;
 pub mod store;
+mod table;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::runtime::docker::{DockerError, Limits, SandboxConfig, config};
@@ -85,6 +92,21 @@ impl Default for ServeConfig {
             max_body_bytes: 1024 * 1024,
         }
     }
+}
+
+impl ServeConfig {
+    /// sandboxd's URL for callers, given the port published for it.
+    fn public_url(&self, port: u16) -> String {
+        format!("http://{}:{port}", self.public_host)
+    }
+}
+
+/// Locks one of the service's `std` mutexes. A panic while holding one leaves consistent data
+/// (each lock scope is a single insert, remove or update), so a poisoned lock is used as is.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `$XDG_STATE_HOME/agentd/serve`, else `~/.local/state/agentd/serve`.

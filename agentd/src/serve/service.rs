@@ -1,70 +1,41 @@
-//! [`SandboxService`]: the one owner of the service's sandboxes. It keeps the table of claimed
-//! sandboxes (by runtime id, each with its session, owner and keys) and the warm pools (ready,
-//! unclaimed sandboxes per image), behind short-lived `std` mutexes that are never held across
-//! an `.await`; Docker and HTTP calls happen between lock scopes.
+//! [`SandboxService`]: the one owner of the service's sandboxes, and the runtime API's
+//! operations on them: `/start`, `/stop`, `/pause`, `/resume`, and the status of runtimes and
+//! sessions. It holds the claimed sandboxes (`table.rs`), the warm pools (`pool.rs`) and the
+//! sandbox images (`images.rs`); it recovers a previous run's sandboxes when it opens
+//! (`recovery.rs`) and runs the pool filler and the idle reaper (`reaper.rs`). Its locks are
+//! `std` mutexes never held across an `.await`; Docker and HTTP calls happen between lock
+//! scopes.
 //!
 //! Every sandbox is created pre-started (sandboxd `--await-configuration`); `/start` takes one
 //! from the image's warm pool, or creates one when the pool is empty, and configures it with
 //! the caller's arguments, environment and a fresh session key: one local HTTP call.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use bollard::models::ContainerStateStatusEnum;
 use client::SandboxClient;
 use protocol::api::ConfigureRequest;
 use protocol::runtime_api::{
-    PodStatus, RuntimeList, RuntimeStateResponse, RuntimeStatusResponse, RuntimeSummary,
-    SessionResponse, SessionStatus, StartRequest, StartResponse,
+    PodStatus, RuntimeList, RuntimeStateResponse, RuntimeStatusResponse, SessionResponse,
+    SessionStatus, StartRequest, StartResponse,
 };
 use sandbox_common::random_hex;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::auth::{ApiKeys, Owner};
+use super::images::SandboxImages;
+use super::pool::{self, Warm, WarmPools, send_configuration};
 use super::store::{Claim, Store};
-use super::{ServeConfig, ServeError, command};
-use crate::runtime::docker::image::{self, default_sandboxd_binary};
-use crate::runtime::docker::{
-    DockerError, DockerRuntime, SandboxConfig, SandboxUser, UserError, label, labels, url_of,
-};
+use super::table::{Begin, Entry, Table};
+use super::{ServeConfig, ServeError, command, reaper, recovery};
+use crate::runtime::docker::{DockerError, DockerRuntime, SandboxUser, UserError};
 
 /// Largest `resource_factor` accepted.
 const MAX_RESOURCE_FACTOR: f64 = 16.0;
-/// Wait after a failed warm-sandbox creation before the next attempt.
-const POOL_RETRY: Duration = Duration::from_secs(5);
 /// Deadline of a readiness probe of a sandboxd.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// A claimed sandbox.
-#[derive(Debug, Clone)]
-struct Entry {
-    claim: Claim,
-    container_id: String,
-    /// sandboxd's URL from this host (published port on loopback).
-    local_url: String,
-    /// sandboxd's URL for callers.
-    url: String,
-    paused: bool,
-    /// sandboxd answered `/alive` (it stays so: a sandbox is never restarted).
-    ready: bool,
-}
-
-/// A pre-started sandbox waiting in a pool.
-#[derive(Debug, Clone)]
-struct Warm {
-    runtime_id: String,
-    container_id: String,
-    local_url: String,
-    port: u16,
-    configure_key: String,
-}
-
-#[derive(Debug, Default)]
-struct Table {
-    by_runtime: HashMap<String, Entry>,
-    /// Sessions whose `/start` is under way.
-    starting: HashSet<String>,
-}
 
 /// The sandboxes of one service.
 #[derive(Debug)]
@@ -73,21 +44,9 @@ pub struct SandboxService {
     docker: DockerRuntime,
     keys: ApiKeys,
     store: Store,
-    table: Mutex<Table>,
-    /// Sandbox image tag → its ready sandboxes.
-    pools: Mutex<HashMap<String, VecDeque<Warm>>>,
-    /// Sandbox image tag → how many to keep ready.
-    targets: BTreeMap<String, usize>,
-    /// Local image → sandbox image tag (made on first use).
-    sandbox_images: tokio::sync::Mutex<HashMap<String, String>>,
-    refill: Notify,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding these locks leaves consistent data (single inserts/removes).
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    table: Table,
+    pools: WarmPools,
+    images: SandboxImages,
 }
 
 impl SandboxService {
@@ -102,28 +61,30 @@ impl SandboxService {
         }
         let docker = DockerRuntime::connect()?;
         let store = Store::open(&config.state_dir)?;
-        let mut service = SandboxService {
+        let images = SandboxImages::new(&config);
+        let mut targets = BTreeMap::new();
+        let tag = images
+            .sandbox_image(docker.docker(), &config.default_image)
+            .await?;
+        targets.insert(tag, config.pool_size);
+        for (image, size) in &config.pools {
+            let tag = images.sandbox_image(docker.docker(), image).await?;
+            *targets.entry(tag).or_default() += size;
+        }
+        let pools = WarmPools::new(targets);
+        let table = Table::default();
+        for entry in recovery::recover(&docker, &store, &config, &pools).await? {
+            table.insert(entry);
+        }
+        Ok(SandboxService {
+            config,
             docker,
             keys,
             store,
-            table: Mutex::default(),
-            pools: Mutex::default(),
-            targets: BTreeMap::new(),
-            sandbox_images: tokio::sync::Mutex::default(),
-            refill: Notify::new(),
-            config,
-        };
-        let mut targets = BTreeMap::new();
-        let default = service.config.default_image.clone();
-        let tag = service.sandbox_image(&default).await?;
-        targets.insert(tag, service.config.pool_size);
-        for (image, size) in service.config.pools.clone() {
-            let tag = service.sandbox_image(&image).await?;
-            *targets.entry(tag).or_default() += size;
-        }
-        service.targets = targets;
-        service.recover().await?;
-        Ok(service)
+            table,
+            pools,
+            images,
+        })
     }
 
     /// The configured keys.
@@ -140,92 +101,6 @@ impl SandboxService {
     /// the default sandbox image (SPEC §9: callers cannot build images here).
     pub fn image_exists(&self, _image: &str) -> bool {
         true
-    }
-
-    /// The local image a caller's image runs as: its mapping, itself if the engine has it,
-    /// else the default image.
-    async fn local_image_for(&self, image: &str) -> Result<String, ServeError> {
-        if let Some(mapped) = self.config.images.get(image) {
-            return Ok(mapped.clone());
-        }
-        if image.is_empty() {
-            return Ok(self.config.default_image.clone());
-        }
-        match image::is_sandbox_image(self.docker.docker(), image).await {
-            Ok(_) => Ok(image.to_string()),
-            Err(DockerError::ImageMissing { .. }) => Ok(self.config.default_image.clone()),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// The sandbox image for a local image (built once, with sandboxd added, if it is a base).
-    async fn sandbox_image(&self, local: &str) -> Result<String, ServeError> {
-        let mut cache = self.sandbox_images.lock().await;
-        if let Some(tag) = cache.get(local) {
-            return Ok(tag.clone());
-        }
-        let docker = self.docker.docker();
-        let tag = if image::is_sandbox_image(docker, local).await? {
-            local.to_string()
-        } else {
-            let binary = self
-                .config
-                .sandboxd_binary
-                .clone()
-                .or_else(default_sandboxd_binary)
-                .ok_or_else(|| {
-                    ServeError::Config(format!(
-                        "{local} is a base image and no sandboxd binary was given (--sandboxd, AGENTD_SANDBOXD_BIN)"
-                    ))
-                })?;
-            let made = image::ensure_sandbox_image(docker, local, &binary, |line| {
-                tracing::info!(target: "agentd::build", "{line}");
-            })
-            .await?;
-            if made.built {
-                tracing::info!(tag = %made.tag, secs = made.elapsed.as_secs_f64(), "built sandbox image");
-            }
-            made.tag
-        };
-        cache.insert(local.to_string(), tag.clone());
-        Ok(tag)
-    }
-
-    /// Creates one pre-started sandbox of `tag` with the base limits, running as `user`.
-    async fn create_warm(&self, tag: &str, user: SandboxUser) -> Result<Warm, ServeError> {
-        let runtime_id = format!(
-            "rt-{}",
-            random_hex(8).map_err(|e| ServeError::Internal(e.to_string()))?
-        );
-        let config = SandboxConfig {
-            image: tag.to_string(),
-            plugins: Vec::new(),
-            limits: self.config.limits.clone(),
-            publish_address: self.config.publish_address.clone(),
-            await_configuration: true,
-            user: Some(user),
-            name: Some(runtime_id.clone()),
-            labels: BTreeMap::from([
-                (labels::SERVE_NAME.to_string(), self.config.name.clone()),
-                (labels::SERVE_RUNTIME_ID.to_string(), runtime_id.clone()),
-            ]),
-            ..self.config.sandbox.clone()
-        };
-        let sandbox = self.docker.up(&config, None).await?;
-        let port = port_of(&sandbox.url).ok_or_else(|| {
-            ServeError::Internal(format!("sandbox {} has no published port", sandbox.name))
-        })?;
-        Ok(Warm {
-            runtime_id,
-            container_id: sandbox.id,
-            local_url: sandbox.url,
-            port,
-            configure_key: sandbox.session_api_key,
-        })
-    }
-
-    fn take_warm(&self, tag: &str) -> Option<Warm> {
-        lock(&self.pools).get_mut(tag)?.pop_front()
     }
 
     /// `POST /start`.
@@ -250,66 +125,34 @@ impl SandboxService {
         }
         let sid = request.session_id.clone();
         // A session whose container died is started anew, not handed out again.
-        let existing = lock(&self.table)
-            .by_runtime
-            .values()
-            .find(|e| e.claim.session_id == sid && e.claim.owner == owner.as_str())
-            .cloned();
-        if let Some(entry) = existing {
+        if let Some(entry) = self.table.of_session(owner, &sid) {
             self.reap_if_gone(&entry).await;
         }
-        {
-            let mut table = lock(&self.table);
-            if let Some(entry) = table
-                .by_runtime
-                .values()
-                .find(|e| e.claim.session_id == sid)
-            {
-                if entry.claim.owner != owner.as_str() {
-                    return Err(ServeError::Conflict(format!(
-                        "session {sid} belongs to another API key"
-                    )));
-                }
-                if entry.paused {
-                    return Err(ServeError::Conflict(format!(
-                        "session {sid} is paused: resume runtime {}",
-                        entry.claim.runtime_id
-                    )));
-                }
-                // Starting a running session again is answered with that session.
-                return Ok(start_response(entry));
-            }
-            if !table.starting.insert(sid.clone()) {
-                return Err(ServeError::Conflict(format!(
-                    "session {sid} is being started"
-                )));
-            }
-        }
-        let _starting = Starting {
-            table: &self.table,
-            sid: sid.clone(),
+        let _starting = match self.table.begin_start(owner, &sid)? {
+            Begin::Running(response) => return Ok(response),
+            Begin::New(starting) => starting,
         };
-        let local = self.local_image_for(&request.image).await?;
-        let tag = self.sandbox_image(&local).await?;
+        let tag = self
+            .images
+            .for_caller(self.docker.docker(), &request.image)
+            .await?;
         // Warm sandboxes run as the image's sandbox user; another user gets a new container.
         let pooled = (user == SandboxUser::default())
-            .then(|| self.take_warm(&tag))
+            .then(|| self.pools.take(&tag))
             .flatten();
         let warm = match pooled {
             Some(warm) => warm,
             None => {
                 tracing::info!(%tag, %user, "no warm sandbox: creating one");
-                self.create_warm(&tag, user).await?
+                pool::create_warm(&self.docker, &self.config, &tag, user).await?
             }
         };
-        self.refill.notify_one();
+        self.pools.wake_filler();
         match self.claim(owner, &request, args, warm.clone()).await {
             Ok(entry) => {
-                let response = start_response(&entry);
+                let response = entry.start_response();
                 tracing::info!(runtime_id = %entry.claim.runtime_id, session = %sid, "started");
-                lock(&self.table)
-                    .by_runtime
-                    .insert(entry.claim.runtime_id.clone(), entry);
+                self.table.insert(entry);
                 Ok(response)
             }
             Err(e) => {
@@ -368,7 +211,7 @@ impl SandboxService {
         Ok(Entry {
             claim,
             container_id: warm.container_id,
-            url: format!("http://{}:{}", self.config.public_host, warm.port),
+            url: self.config.public_url(warm.port),
             local_url: warm.local_url,
             paused: false,
             ready: false,
@@ -377,11 +220,8 @@ impl SandboxService {
 
     /// The caller's entry for a runtime id (another key's sandboxes are not found).
     fn entry(&self, owner: &Owner, runtime_id: &str) -> Result<Entry, ServeError> {
-        lock(&self.table)
-            .by_runtime
-            .get(runtime_id)
-            .filter(|e| e.claim.owner == owner.as_str())
-            .cloned()
+        self.table
+            .owned(owner, runtime_id)
             .ok_or_else(|| ServeError::NotFound(format!("no runtime {runtime_id}")))
     }
 
@@ -412,24 +252,12 @@ impl SandboxService {
                 PodStatus::Ready
             };
         }
-        let alive = match SandboxClient::new(&entry.local_url, None) {
-            Ok(client) => tokio::time::timeout(PROBE_TIMEOUT, client.alive())
-                .await
-                .is_ok_and(|r| r.is_ok()),
-            Err(_) => false,
-        };
-        if alive {
-            if let Some(e) = lock(&self.table)
-                .by_runtime
-                .get_mut(&entry.claim.runtime_id)
-            {
-                e.ready = true;
-            }
+        if answers_alive(&entry.local_url).await {
+            self.table.set_ready(&entry.claim.runtime_id);
             return PodStatus::Ready;
         }
         match self.docker.get_state(&entry.container_id).await {
-            Ok(Some(state)) if state == "running" => PodStatus::Pending,
-            Ok(_) => PodStatus::Failed,
+            Ok(state) => unanswered_pod_status(state),
             Err(e) => {
                 tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
                 PodStatus::Pending
@@ -441,8 +269,7 @@ impl SandboxService {
     /// failed inspection says nothing: not gone.
     async fn gone(&self, entry: &Entry) -> bool {
         match self.docker.get_state(&entry.container_id).await {
-            Ok(Some(state)) => state != "running" && state != "paused",
-            Ok(None) => true,
+            Ok(state) => is_gone(state),
             Err(e) => {
                 tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
                 false
@@ -457,7 +284,7 @@ impl SandboxService {
         }
         let runtime_id = &entry.claim.runtime_id;
         tracing::warn!(%runtime_id, session = %entry.claim.session_id, "the sandbox died; forgetting it");
-        lock(&self.table).by_runtime.remove(runtime_id);
+        self.table.remove(runtime_id);
         if let Err(e) = self.remove(entry).await {
             tracing::warn!(%runtime_id, error = %e, "cannot clean up a dead sandbox");
         }
@@ -471,11 +298,9 @@ impl SandboxService {
         owner: &Owner,
         session_id: &str,
     ) -> Result<SessionResponse, ServeError> {
-        let entry = lock(&self.table)
-            .by_runtime
-            .values()
-            .find(|e| e.claim.session_id == session_id && e.claim.owner == owner.as_str())
-            .cloned()
+        let entry = self
+            .table
+            .of_session(owner, session_id)
             .ok_or_else(|| ServeError::NotFound(format!("no session {session_id}")))?;
         let status = if entry.paused {
             SessionStatus::Paused
@@ -495,34 +320,10 @@ impl SandboxService {
 
     /// `GET /runtimes`: the caller's sandboxes, and the pools' sizes.
     pub fn list(&self, owner: &Owner) -> RuntimeList {
-        let mut runtimes: Vec<RuntimeSummary> = lock(&self.table)
-            .by_runtime
-            .values()
-            .filter(|e| e.claim.owner == owner.as_str())
-            .map(|e| RuntimeSummary {
-                runtime_id: e.claim.runtime_id.clone(),
-                session_id: e.claim.session_id.clone(),
-                status: if e.paused {
-                    SessionStatus::Paused
-                } else {
-                    SessionStatus::Running
-                },
-                pod_status: match (e.paused, e.ready) {
-                    (true, _) => PodStatus::Paused,
-                    (false, true) => PodStatus::Ready,
-                    (false, false) => PodStatus::Pending,
-                },
-                image: e.claim.image.clone(),
-                url: e.url.clone(),
-                created_at: e.claim.created_at.clone(),
-            })
-            .collect();
-        runtimes.sort_by(|a, b| a.created_at.cmp(&b.created_at));
-        let warm = lock(&self.pools)
-            .iter()
-            .map(|(tag, pool)| (tag.clone(), pool.len()))
-            .collect();
-        RuntimeList { runtimes, warm }
+        RuntimeList {
+            runtimes: self.table.summaries(owner),
+            warm: self.pools.sizes(),
+        }
     }
 
     /// `POST /stop`: removes the sandbox and forgets its session.
@@ -532,7 +333,7 @@ impl SandboxService {
         runtime_id: &str,
     ) -> Result<RuntimeStateResponse, ServeError> {
         self.entry(owner, runtime_id)?;
-        let Some(entry) = lock(&self.table).by_runtime.remove(runtime_id) else {
+        let Some(entry) = self.table.remove(runtime_id) else {
             return Err(ServeError::NotFound(format!("no runtime {runtime_id}")));
         };
         self.remove(&entry).await?;
@@ -543,6 +344,7 @@ impl SandboxService {
         })
     }
 
+    /// Removes a sandbox's container and its claim.
     async fn remove(&self, entry: &Entry) -> Result<(), ServeError> {
         if entry.paused {
             // A paused container cannot be killed; thaw it first.
@@ -566,7 +368,7 @@ impl SandboxService {
         let entry = self.entry(owner, runtime_id)?;
         if !entry.paused {
             self.docker.pause(&entry.container_id).await?;
-            self.set_paused(runtime_id, true);
+            self.table.set_paused(runtime_id, true);
         }
         Ok(RuntimeStateResponse {
             runtime_id: runtime_id.to_string(),
@@ -583,7 +385,7 @@ impl SandboxService {
         let entry = self.entry(owner, runtime_id)?;
         if entry.paused {
             self.docker.unpause(&entry.container_id).await?;
-            self.set_paused(runtime_id, false);
+            self.table.set_paused(runtime_id, false);
         }
         Ok(RuntimeStateResponse {
             runtime_id: runtime_id.to_string(),
@@ -591,244 +393,82 @@ impl SandboxService {
         })
     }
 
-    fn set_paused(&self, runtime_id: &str, paused: bool) {
-        if let Some(e) = lock(&self.table).by_runtime.get_mut(runtime_id) {
-            e.paused = paused;
-        }
-    }
-
-    /// Rebuilds the table and the pools from the containers labelled with this service's name
-    /// and the claims on disk. Claimed containers that stopped, unclaimed ones that cannot
-    /// serve a pool, and claims without a container are removed.
-    async fn recover(&self) -> Result<(), ServeError> {
-        let mut claims: HashMap<String, Claim> = self
-            .store
-            .load_all()?
-            .into_iter()
-            .map(|c| (c.runtime_id.clone(), c))
-            .collect();
-        let containers = self
-            .docker
-            .inspect_labelled(labels::SERVE_NAME, &self.config.name)
-            .await?;
-        let (mut recovered, mut warm) = (0, 0);
-        for inspect in containers {
-            let id = inspect.id.clone().unwrap_or_default();
-            let runtime_id = label(&inspect, labels::SERVE_RUNTIME_ID)
-                .unwrap_or_default()
-                .to_string();
-            let status = inspect
-                .state
-                .as_ref()
-                .and_then(|s| s.status)
-                .map(|s| s.to_string())
-                .unwrap_or_default();
-            let local_url = url_of(&inspect);
-            let port = local_url.as_deref().and_then(port_of);
-            let claim = claims.remove(&runtime_id);
-            let usable = matches!(status.as_str(), "running" | "paused");
-            match (claim, local_url, port) {
-                (Some(mut claim), Some(local_url), Some(port)) if usable => {
-                    // Killed between the claim and the configuration: send it now (a sandboxd
-                    // that has it already refuses it, which changes nothing).
-                    if let Some(configure) = claim.pending_configuration.take() {
-                        match configure_key(&inspect) {
-                            Some(key) if status == "running" => {
-                                match send_configuration(&local_url, &key, &configure).await {
-                                    Ok(()) => {
-                                        tracing::info!(%runtime_id, "sent the configuration a killed service had not")
-                                    }
-                                    Err(e) => {
-                                        tracing::debug!(%runtime_id, error = %e, "the sandbox has its configuration")
-                                    }
-                                }
-                            }
-                            _ => {
-                                tracing::warn!(%runtime_id, "cannot finish the configuration of a sandbox")
-                            }
-                        }
-                        self.store.save(&claim)?;
-                    }
-                    let entry = Entry {
-                        container_id: id,
-                        url: format!("http://{}:{port}", self.config.public_host),
-                        local_url,
-                        paused: status == "paused",
-                        ready: false,
-                        claim,
-                    };
-                    lock(&self.table).by_runtime.insert(runtime_id, entry);
-                    recovered += 1;
-                    continue;
-                }
-                (None, Some(local_url), Some(port)) if status == "running" => {
-                    let tag = inspect
-                        .config
-                        .as_ref()
-                        .and_then(|c| c.image.clone())
-                        .unwrap_or_default();
-                    let key = configure_key(&inspect);
-                    let wanted = self.targets.get(&tag).copied().unwrap_or(0);
-                    let mut pools = lock(&self.pools);
-                    let pool = pools.entry(tag).or_default();
-                    if let Some(configure_key) = key
-                        && pool.len() < wanted
-                    {
-                        pool.push_back(Warm {
-                            runtime_id,
-                            container_id: id,
-                            local_url,
-                            port,
-                            configure_key,
-                        });
-                        warm += 1;
-                        continue;
-                    }
-                }
-                (Some(claim), _, _) => {
-                    let _ = self.store.remove(&claim.runtime_id);
-                }
-                _ => {}
-            }
-            tracing::info!(%runtime_id, %status, "removing a sandbox left behind");
-            if let Err(e) = self.docker.down(&id).await {
-                tracing::warn!(%runtime_id, error = %e, "cannot remove a sandbox left behind");
-            }
-        }
-        for runtime_id in claims.keys() {
-            self.store.remove(runtime_id)?;
-        }
-        tracing::info!(recovered, warm, "recovered the previous run's sandboxes");
-        Ok(())
-    }
-
-    /// Keeps every pool at its size until `stop` turns true: one sandbox at a time, woken by
-    /// each `/start` that took one.
-    pub async fn fill_pools(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
-        loop {
-            let mut failed = false;
-            for (tag, &target) in &self.targets {
-                loop {
-                    let have = lock(&self.pools).get(tag).map_or(0, VecDeque::len);
-                    if have >= target || *stop.borrow() {
-                        break;
-                    }
-                    match self.create_warm(tag, SandboxUser::default()).await {
-                        Ok(warm) => lock(&self.pools)
-                            .entry(tag.clone())
-                            .or_default()
-                            .push_back(warm),
-                        Err(e) => {
-                            tracing::warn!(%tag, error = %e, "cannot create a warm sandbox");
-                            failed = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            let retry = async {
-                if failed {
-                    tokio::time::sleep(POOL_RETRY).await;
-                } else {
-                    std::future::pending::<()>().await;
-                }
-            };
-            tokio::select! {
-                () = self.refill.notified() => {}
-                () = retry => {}
-                _ = stop.changed() => return,
-            }
-        }
+    /// Keeps every warm pool at its size until `stop` turns true: one sandbox at a time, woken
+    /// by each `/start` that took one.
+    pub async fn fill_pools(self: Arc<Self>, stop: watch::Receiver<bool>) {
+        self.pools.fill(&self.docker, &self.config, stop).await;
     }
 
     /// Stops sandboxes whose sandboxd reports more than the idle timeout without an action,
     /// until `stop` turns true. Paused sandboxes are left alone.
-    pub async fn reap_idle(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+    pub async fn reap_idle(self: Arc<Self>, stop: watch::Receiver<bool>) {
         let Some(timeout) = self.config.idle_timeout else {
             return;
         };
-        let period = (timeout / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(period) => {}
-                _ = stop.changed() => return,
-            }
-            let running: Vec<Entry> = lock(&self.table)
-                .by_runtime
-                .values()
-                .filter(|e| !e.paused && e.ready)
-                .cloned()
-                .collect();
-            for entry in running {
-                let Ok(client) = SandboxClient::new(&entry.local_url, None) else {
-                    continue;
-                };
-                let Ok(info) = client.server_info().await else {
-                    continue;
-                };
-                if info.idle_time < timeout.as_secs_f64() {
-                    continue;
-                }
-                let runtime_id = &entry.claim.runtime_id;
-                if lock(&self.table).by_runtime.remove(runtime_id).is_none() {
-                    continue;
-                }
-                tracing::info!(%runtime_id, idle = info.idle_time, "stopping an idle sandbox");
-                if let Err(e) = self.remove(&entry).await {
-                    tracing::warn!(%runtime_id, error = %e, "cannot stop an idle sandbox");
-                }
-            }
-        }
-    }
-}
-
-/// Removes a session from `starting` when its `/start` ends, however it ends.
-struct Starting<'a> {
-    table: &'a Mutex<Table>,
-    sid: String,
-}
-
-impl Drop for Starting<'_> {
-    fn drop(&mut self) {
-        lock(self.table).starting.remove(&self.sid);
-    }
-}
-
-fn start_response(entry: &Entry) -> StartResponse {
-    StartResponse {
-        runtime_id: entry.claim.runtime_id.clone(),
-        url: entry.url.clone(),
-        session_api_key: Some(entry.claim.session_api_key.clone()),
-        work_hosts: BTreeMap::new(),
-    }
-}
-
-/// The port of `http://host:PORT`.
-fn port_of(url: &str) -> Option<u16> {
-    url.rsplit(':').next()?.trim_end_matches('/').parse().ok()
-}
-
-/// The key a waiting sandboxd takes its configuration with (in its container's environment).
-fn configure_key(inspect: &bollard::models::ContainerInspectResponse) -> Option<String> {
-    inspect
-        .config
-        .as_ref()
-        .and_then(|c| c.env.as_ref())
-        .and_then(|env| {
-            env.iter().find_map(|kv| {
-                kv.strip_prefix("SANDBOXD_CONFIGURE_KEY=")
-                    .map(str::to_string)
-            })
+        let service = &*self;
+        reaper::run(&self.table, timeout, stop, |entry| async move {
+            service.remove(&entry).await
         })
+        .await;
+    }
 }
 
-/// Sends a waiting sandboxd its configuration.
-async fn send_configuration(
-    local_url: &str,
-    configure_key: &str,
-    configure: &ConfigureRequest,
-) -> Result<(), client::ClientError> {
-    SandboxClient::new(local_url, Some(configure_key.to_string()))?
-        .configure(configure)
+/// Whether sandboxd at `local_url` answers `/alive` within [`PROBE_TIMEOUT`].
+async fn answers_alive(local_url: &str) -> bool {
+    let Ok(client) = SandboxClient::new(local_url, None) else {
+        return false;
+    };
+    tokio::time::timeout(PROBE_TIMEOUT, client.alive())
         .await
+        .is_ok_and(|r| r.is_ok())
+}
+
+/// The pod status of a sandbox whose sandboxd did not answer `/alive`, by its container's
+/// state: still coming up while the container runs, failed otherwise.
+fn unanswered_pod_status(state: Option<ContainerStateStatusEnum>) -> PodStatus {
+    match state {
+        Some(ContainerStateStatusEnum::RUNNING) => PodStatus::Pending,
+        _ => PodStatus::Failed,
+    }
+}
+
+/// Whether a container in `state` (`None`: no container) no longer holds a sandbox: neither
+/// running nor paused.
+fn is_gone(state: Option<ContainerStateStatusEnum>) -> bool {
+    !matches!(
+        state,
+        Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use bollard::models::ContainerStateStatusEnum::*;
+
+    use super::*;
+
+    #[test]
+    fn an_unanswered_sandbox_is_pending_only_while_its_container_runs() {
+        assert_eq!(unanswered_pod_status(Some(RUNNING)), PodStatus::Pending);
+        for state in [
+            CREATED, PAUSED, RESTARTING, REMOVING, EXITED, DEAD, STOPPING, EMPTY,
+        ] {
+            assert_eq!(
+                unanswered_pod_status(Some(state)),
+                PodStatus::Failed,
+                "{state}"
+            );
+        }
+        assert_eq!(unanswered_pod_status(None), PodStatus::Failed);
+    }
+
+    #[test]
+    fn a_sandbox_is_gone_unless_its_container_runs_or_is_paused() {
+        assert!(!is_gone(Some(RUNNING)));
+        assert!(!is_gone(Some(PAUSED)));
+        for state in [CREATED, RESTARTING, REMOVING, EXITED, DEAD, STOPPING, EMPTY] {
+            assert!(is_gone(Some(state)), "{state}");
+        }
+        assert!(is_gone(None));
+    }
 }

@@ -44,6 +44,38 @@ pub fn default_sandboxd_binary() -> Option<PathBuf> {
     sibling.is_file().then_some(sibling)
 }
 
+/// The sandboxd binary to make `image` a sandbox image with: `given`, else
+/// [`default_sandboxd_binary`]; [`DockerError::NoSandboxd`] when there is none.
+pub fn sandboxd_binary(given: Option<&Path>, image: &str) -> Result<PathBuf, DockerError> {
+    given
+        .map(Path::to_path_buf)
+        .or_else(default_sandboxd_binary)
+        .ok_or_else(|| DockerError::NoSandboxd {
+            image: image.to_string(),
+        })
+}
+
+/// The sandbox image to run `image` as: `image` itself if it is one, else the one
+/// [`ensure_sandbox_image`] makes of it with the sandboxd binary `sandboxd` (or the default,
+/// [`sandboxd_binary`]). `progress` receives each line a build prints.
+pub async fn sandbox_image_for(
+    docker: &Docker,
+    image: &str,
+    sandboxd: Option<&Path>,
+    progress: impl FnMut(&str),
+) -> Result<SandboxImage, DockerError> {
+    let started = Instant::now();
+    if is_sandbox_image(docker, image).await? {
+        return Ok(SandboxImage {
+            tag: image.to_string(),
+            built: false,
+            elapsed: started.elapsed(),
+        });
+    }
+    let binary = sandboxd_binary(sandboxd, image)?;
+    ensure_sandbox_image(docker, image, &binary, progress).await
+}
+
 /// Inspects an image the engine has; a missing one is [`DockerError::ImageMissing`] (no
 /// registry is asked).
 async fn inspect_local(
@@ -69,7 +101,7 @@ pub async fn is_sandbox_image(docker: &Docker, image: &str) -> Result<bool, Dock
 }
 
 /// Makes `base` a sandbox image with the sandboxd at `sandboxd`, or finds the one made
-/// before. `progress` receives each line the build prints.
+/// before (a build is logged). `progress` receives each line the build prints.
 pub async fn ensure_sandbox_image(
     docker: &Docker,
     base: &str,
@@ -111,10 +143,12 @@ pub async fn ensure_sandbox_image(
         .inspect_image(&tag)
         .await
         .map_err(|e| DockerError::Build(format!("{tag} was not created: {e}")))?;
+    let elapsed = started.elapsed();
+    tracing::info!(%tag, secs = elapsed.as_secs_f64(), "built sandbox image");
     Ok(SandboxImage {
         tag,
         built: true,
-        elapsed: started.elapsed(),
+        elapsed,
     })
 }
 

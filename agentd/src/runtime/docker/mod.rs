@@ -17,7 +17,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::models::ContainerInspectResponse;
+use bollard::models::{
+    ContainerInspectResponse, ContainerStateStatusEnum, ContainerSummaryStateEnum,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
     LogsOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions, WaitContainerOptions,
@@ -55,6 +57,15 @@ pub enum DockerError {
         path: std::path::PathBuf,
         /// Why it could not be read.
         source: std::io::Error,
+    },
+    /// `image` is a base image and no sandboxd binary was given or found to make it a sandbox
+    /// image with. Retrying cannot help until one is given.
+    #[error(
+        "{image} is a base image and no sandboxd binary was given: pass --sandboxd PATH, set AGENTD_SANDBOXD_BIN, or put sandboxd next to agentd"
+    )]
+    NoSandboxd {
+        /// The base image.
+        image: String,
     },
     /// Building a sandbox image failed; the message ends with the build's last lines.
     #[error("building the sandbox image failed: {0}")]
@@ -138,8 +149,9 @@ pub struct SandboxSummary {
     pub name: String,
     /// Image.
     pub image: String,
-    /// Engine state (`running`, `exited`...).
-    pub state: String,
+    /// Engine state (`running`, `exited`...; serialized as the engine's word, `""` when it
+    /// gave none).
+    pub state: ContainerSummaryStateEnum,
     /// sandboxd's URL when it is running and reachable from this host.
     pub url: Option<String>,
     /// Pid of the owning agentd; `None` for a detached sandbox.
@@ -443,7 +455,7 @@ impl DockerRuntime {
                         .map(|n| n.trim_start_matches('/').to_string())
                         .unwrap_or_default(),
                     image: c.image.unwrap_or_default(),
-                    state: c.state.map(|s| s.to_string()).unwrap_or_default(),
+                    state: c.state.unwrap_or(ContainerSummaryStateEnum::EMPTY),
                     url,
                     owner_pid: owner.as_ref().map(Owner::pid),
                     orphaned: owner.as_ref().is_some_and(|o| !o.is_alive()),
@@ -464,7 +476,10 @@ impl DockerRuntime {
     pub async fn gc(&self, policy: GcPolicy) -> Result<Vec<String>, DockerError> {
         let mut removed = Vec::new();
         for sandbox in self.list().await? {
-            let stopped = matches!(sandbox.state.as_str(), "exited" | "dead");
+            let stopped = matches!(
+                sandbox.state,
+                ContainerSummaryStateEnum::EXITED | ContainerSummaryStateEnum::DEAD
+            );
             let detached = sandbox.owner_pid.is_none();
             if policy.all || sandbox.orphaned || (detached && stopped) {
                 match self.down(&sandbox.id).await {
@@ -593,10 +608,13 @@ impl DockerRuntime {
     }
 
     /// The engine's state of a container (`running`, `paused`, `exited`...); `None` when it
-    /// is gone.
-    pub async fn get_state(&self, id: &str) -> Result<Option<String>, DockerError> {
+    /// is gone (or the engine gave none).
+    pub async fn get_state(
+        &self,
+        id: &str,
+    ) -> Result<Option<ContainerStateStatusEnum>, DockerError> {
         match self.inspect(id).await {
-            Ok(inspect) => Ok(inspect.state.and_then(|s| s.status).map(|s| s.to_string())),
+            Ok(inspect) => Ok(state_of(&inspect)),
             Err(DockerError::Engine(e)) if is_not_found(&e) => Ok(None),
             Err(e) => Err(e),
         }
@@ -658,6 +676,11 @@ pub fn url_of(inspect: &ContainerInspectResponse) -> Option<String> {
         .as_deref()
         .filter(|p| !p.is_empty())
         .map(|p| format!("http://127.0.0.1:{p}"))
+}
+
+/// The engine's state of an inspected container.
+pub fn state_of(inspect: &ContainerInspectResponse) -> Option<ContainerStateStatusEnum> {
+    inspect.state.as_ref()?.status
 }
 
 /// The value of label `key` of an inspected container.

@@ -1,0 +1,108 @@
+//! Which sandbox image a caller's image runs as: the caller's image is mapped to a local one
+//! (the configured mapping, itself if the engine has it, else the default image), and a local
+//! base image is made a sandbox image once ([`image::sandbox_image_for`]) and remembered.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use bollard::Docker;
+
+use super::{ServeConfig, ServeError};
+use crate::runtime::docker::{DockerError, image};
+
+/// Local image → sandbox image tag, made on first use.
+#[derive(Debug)]
+pub(super) struct SandboxImages {
+    /// The image of sandboxes whose image this host does not have.
+    default_image: String,
+    /// Caller image → local image.
+    mapped: BTreeMap<String, String>,
+    /// The sandboxd binary base images are made sandbox images with.
+    sandboxd: Option<PathBuf>,
+    /// Held while an image is made: one build at a time.
+    tags: tokio::sync::Mutex<HashMap<String, String>>,
+}
+
+impl SandboxImages {
+    pub(super) fn new(config: &ServeConfig) -> SandboxImages {
+        SandboxImages {
+            default_image: config.default_image.clone(),
+            mapped: config.images.clone(),
+            sandboxd: config.sandboxd_binary.clone(),
+            tags: tokio::sync::Mutex::default(),
+        }
+    }
+
+    /// The sandbox image a caller's image runs as.
+    pub(super) async fn for_caller(
+        &self,
+        docker: &Docker,
+        image: &str,
+    ) -> Result<String, ServeError> {
+        let local = self.local_image_for(docker, image).await?;
+        self.sandbox_image(docker, &local).await
+    }
+
+    /// The local image a caller's image runs as when the configuration decides it: its
+    /// mapping, or the default image for none.
+    fn configured(&self, image: &str) -> Option<&str> {
+        if let Some(mapped) = self.mapped.get(image) {
+            return Some(mapped);
+        }
+        image.is_empty().then_some(self.default_image.as_str())
+    }
+
+    /// The local image a caller's image runs as: its mapping, itself if the engine has it,
+    /// else the default image.
+    async fn local_image_for(&self, docker: &Docker, image: &str) -> Result<String, ServeError> {
+        if let Some(local) = self.configured(image) {
+            return Ok(local.to_string());
+        }
+        match image::is_sandbox_image(docker, image).await {
+            Ok(_) => Ok(image.to_string()),
+            Err(DockerError::ImageMissing { .. }) => Ok(self.default_image.clone()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The sandbox image for a local image (made once, with sandboxd added, if it is a base).
+    pub(super) async fn sandbox_image(
+        &self,
+        docker: &Docker,
+        local: &str,
+    ) -> Result<String, ServeError> {
+        let mut tags = self.tags.lock().await;
+        if let Some(tag) = tags.get(local) {
+            return Ok(tag.clone());
+        }
+        let tag = image::sandbox_image_for(docker, local, self.sandboxd.as_deref(), |line| {
+            tracing::info!(target: "agentd::build", "{line}");
+        })
+        .await
+        .map_err(|e| match e {
+            DockerError::NoSandboxd { .. } => ServeError::Config(e.to_string()),
+            other => other.into(),
+        })?
+        .tag;
+        tags.insert(local.to_string(), tag.clone());
+        Ok(tag)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_and_unnamed_images_need_no_engine() {
+        let config = ServeConfig {
+            default_image: "base:default".to_string(),
+            images: BTreeMap::from([("caller/app:1".to_string(), "local:app".to_string())]),
+            ..ServeConfig::default()
+        };
+        let images = SandboxImages::new(&config);
+        assert_eq!(images.configured("caller/app:1"), Some("local:app"));
+        assert_eq!(images.configured(""), Some("base:default"));
+        assert_eq!(images.configured("caller/other:1"), None);
+    }
+}

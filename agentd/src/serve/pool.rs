@@ -1,0 +1,266 @@
+//! Warm pools: per sandbox image, pre-started sandboxes (sandboxd waiting for its
+//! configuration) that `/start` hands out, and the task that keeps each pool at its size, one
+//! sandbox at a time, woken by every `/start`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use client::SandboxClient;
+use protocol::api::ConfigureRequest;
+use sandbox_common::random_hex;
+use tokio::sync::{Notify, watch};
+
+use super::{ServeConfig, ServeError, lock};
+use crate::runtime::docker::{DockerRuntime, SandboxConfig, SandboxUser, labels};
+
+/// Wait after a failed warm-sandbox creation before the next attempt.
+const POOL_RETRY: Duration = Duration::from_secs(5);
+
+/// A pre-started sandbox waiting in a pool.
+#[derive(Debug, Clone)]
+pub(super) struct Warm {
+    pub(super) runtime_id: String,
+    pub(super) container_id: String,
+    /// sandboxd's URL from this host.
+    pub(super) local_url: String,
+    /// The port published for it.
+    pub(super) port: u16,
+    /// The key its `POST /configure` wants.
+    pub(super) configure_key: String,
+}
+
+/// The ready sandboxes per sandbox image tag, and how many to keep of each.
+#[derive(Debug)]
+pub(super) struct WarmPools {
+    /// Sandbox image tag → how many to keep ready.
+    targets: BTreeMap<String, usize>,
+    /// Sandbox image tag → its ready sandboxes, oldest first.
+    ready: Mutex<HashMap<String, VecDeque<Warm>>>,
+    /// Wakes the filler.
+    refill: Notify,
+}
+
+impl WarmPools {
+    /// Empty pools that are to hold `targets` (sandbox image tag → size).
+    pub(super) fn new(targets: BTreeMap<String, usize>) -> WarmPools {
+        WarmPools {
+            targets,
+            ready: Mutex::default(),
+            refill: Notify::new(),
+        }
+    }
+
+    /// The oldest ready sandbox of `tag`.
+    pub(super) fn take(&self, tag: &str) -> Option<Warm> {
+        lock(&self.ready).get_mut(tag)?.pop_front()
+    }
+
+    /// Tells the filler to look at the pools again (a sandbox was taken or wanted).
+    pub(super) fn wake_filler(&self) {
+        self.refill.notify_one();
+    }
+
+    /// Takes a ready sandbox found after a restart into the pool of `tag` if that pool is
+    /// short of one; gives it back otherwise.
+    pub(super) fn adopt(&self, tag: String, warm: Warm) -> Result<(), Warm> {
+        let wanted = self.target(&tag);
+        let mut ready = lock(&self.ready);
+        let pool = ready.entry(tag).or_default();
+        if pool.len() >= wanted {
+            return Err(warm);
+        }
+        pool.push_back(warm);
+        Ok(())
+    }
+
+    /// How many sandboxes are ready, per tag.
+    pub(super) fn sizes(&self) -> BTreeMap<String, usize> {
+        lock(&self.ready)
+            .iter()
+            .map(|(tag, pool)| (tag.clone(), pool.len()))
+            .collect()
+    }
+
+    fn target(&self, tag: &str) -> usize {
+        self.targets.get(tag).copied().unwrap_or(0)
+    }
+
+    /// Whether the pool of `tag` is below its size.
+    fn is_short(&self, tag: &str) -> bool {
+        lock(&self.ready).get(tag).map_or(0, VecDeque::len) < self.target(tag)
+    }
+
+    fn push(&self, tag: &str, warm: Warm) {
+        lock(&self.ready)
+            .entry(tag.to_string())
+            .or_default()
+            .push_back(warm);
+    }
+
+    /// Keeps every pool at its size until `stop` turns true: one sandbox at a time, woken by
+    /// [`Self::wake_filler`]; after a failed creation, again after [`POOL_RETRY`].
+    pub(super) async fn fill(
+        &self,
+        docker: &DockerRuntime,
+        config: &ServeConfig,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        loop {
+            let mut failed = false;
+            for tag in self.targets.keys() {
+                while self.is_short(tag) && !*stop.borrow() {
+                    match create_warm(docker, config, tag, SandboxUser::default()).await {
+                        Ok(warm) => self.push(tag, warm),
+                        Err(e) => {
+                            tracing::warn!(%tag, error = %e, "cannot create a warm sandbox");
+                            failed = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            let retry = async {
+                if failed {
+                    tokio::time::sleep(POOL_RETRY).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                () = self.refill.notified() => {}
+                () = retry => {}
+                _ = stop.changed() => return,
+            }
+        }
+    }
+}
+
+/// Creates one pre-started sandbox of `tag` with the service's base limits, running as `user`.
+pub(super) async fn create_warm(
+    docker: &DockerRuntime,
+    config: &ServeConfig,
+    tag: &str,
+    user: SandboxUser,
+) -> Result<Warm, ServeError> {
+    let runtime_id = format!(
+        "rt-{}",
+        random_hex(8).map_err(|e| ServeError::Internal(e.to_string()))?
+    );
+    let sandbox_config = SandboxConfig {
+        image: tag.to_string(),
+        plugins: Vec::new(),
+        limits: config.limits.clone(),
+        publish_address: config.publish_address.clone(),
+        await_configuration: true,
+        user: Some(user),
+        name: Some(runtime_id.clone()),
+        labels: BTreeMap::from([
+            (labels::SERVE_NAME.to_string(), config.name.clone()),
+            (labels::SERVE_RUNTIME_ID.to_string(), runtime_id.clone()),
+        ]),
+        ..config.sandbox.clone()
+    };
+    let sandbox = docker.up(&sandbox_config, None).await?;
+    let port = port_of(&sandbox.url).ok_or_else(|| {
+        ServeError::Internal(format!("sandbox {} has no published port", sandbox.name))
+    })?;
+    Ok(Warm {
+        runtime_id,
+        container_id: sandbox.id,
+        local_url: sandbox.url,
+        port,
+        configure_key: sandbox.session_api_key,
+    })
+}
+
+/// Sends a waiting sandboxd its configuration.
+pub(super) async fn send_configuration(
+    local_url: &str,
+    configure_key: &str,
+    configure: &ConfigureRequest,
+) -> Result<(), client::ClientError> {
+    SandboxClient::new(local_url, Some(configure_key.to_string()))?
+        .configure(configure)
+        .await
+}
+
+/// The port of `http://host:PORT`.
+pub(super) fn port_of(url: &str) -> Option<u16> {
+    url.rsplit(':').next()?.trim_end_matches('/').parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warm(runtime_id: &str) -> Warm {
+        Warm {
+            runtime_id: runtime_id.to_string(),
+            container_id: format!("c-{runtime_id}"),
+            local_url: "http://127.0.0.1:1".to_string(),
+            port: 1,
+            configure_key: "k".to_string(),
+        }
+    }
+
+    fn pools(targets: &[(&str, usize)]) -> WarmPools {
+        WarmPools::new(
+            targets
+                .iter()
+                .map(|&(tag, size)| (tag.to_string(), size))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn sandboxes_are_taken_oldest_first() {
+        let pools = pools(&[("img", 2)]);
+        assert!(pools.take("img").is_none());
+        pools.push("img", warm("rt-1"));
+        pools.push("img", warm("rt-2"));
+        assert_eq!(
+            pools.take("img").map(|w| w.runtime_id).as_deref(),
+            Some("rt-1")
+        );
+        assert_eq!(
+            pools.take("img").map(|w| w.runtime_id).as_deref(),
+            Some("rt-2")
+        );
+        assert!(pools.take("img").is_none());
+        assert!(pools.take("other").is_none());
+    }
+
+    #[test]
+    fn a_pool_is_short_until_it_has_its_size() {
+        let pools = pools(&[("img", 2), ("none", 0)]);
+        assert!(pools.is_short("img"));
+        pools.push("img", warm("rt-1"));
+        assert!(pools.is_short("img"));
+        pools.push("img", warm("rt-2"));
+        assert!(!pools.is_short("img"));
+        assert!(!pools.is_short("none"));
+        assert!(!pools.is_short("unknown"));
+    }
+
+    #[test]
+    fn recovery_adopts_only_what_a_pool_is_short_of() {
+        let pools = pools(&[("img", 1)]);
+        assert!(pools.adopt("img".to_string(), warm("rt-1")).is_ok());
+        let back = pools.adopt("img".to_string(), warm("rt-2")).unwrap_err();
+        assert_eq!(back.runtime_id, "rt-2");
+        // An image without a pool keeps none, but is listed (empty) once one was found.
+        assert!(pools.adopt("gone".to_string(), warm("rt-3")).is_err());
+        assert_eq!(
+            pools.sizes(),
+            BTreeMap::from([("gone".to_string(), 0), ("img".to_string(), 1)])
+        );
+    }
+
+    #[test]
+    fn the_port_is_the_urls_last_part() {
+        assert_eq!(port_of("http://127.0.0.1:32768"), Some(32768));
+        assert_eq!(port_of("http://127.0.0.1:32768/"), Some(32768));
+        assert_eq!(port_of("unix:/run/agentd/x/sandboxd.sock"), None);
+    }
+}

@@ -1,0 +1,354 @@
+//! Recovery after a restart: the containers labelled with the service's name are matched with
+//! the claims on disk. A claimed sandbox that runs or is paused goes back into the table (and
+//! gets the configuration a killed service had not sent yet); an unclaimed running one joins
+//! its image's pool if that is short of one; every other container is removed, and so is every
+//! claim without a usable container.
+
+use std::collections::HashMap;
+
+use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum};
+use protocol::api::ConfigureRequest;
+
+use super::pool::{Warm, WarmPools, port_of, send_configuration};
+use super::store::{Claim, Store};
+use super::table::Entry;
+use super::{ServeConfig, ServeError};
+use crate::runtime::docker::{DockerRuntime, label, labels, state_of, url_of};
+
+/// What becomes of one container found at start.
+#[derive(Debug)]
+enum Fate {
+    /// Claimed, running or paused, reachable: back into the table.
+    Reclaim(Reclaimed),
+    /// Unclaimed and running, with its configuration key: a pool may take it.
+    Pool {
+        /// The sandbox image it runs.
+        tag: String,
+        warm: Warm,
+    },
+    /// Anything else: removed, with its claim if it has one.
+    Remove { claim: Option<Claim> },
+}
+
+/// A claimed sandbox that is still there.
+#[derive(Debug)]
+struct Reclaimed {
+    claim: Claim,
+    container_id: String,
+    local_url: String,
+    port: u16,
+    paused: bool,
+    /// The key to send a pending configuration with; `None` when its sandboxd cannot take
+    /// one (it is paused, or its container has no key).
+    configure_key: Option<String>,
+}
+
+/// Decides the fate of an inspected container and its claim.
+fn fate(inspect: &ContainerInspectResponse, claim: Option<Claim>) -> Fate {
+    let state = state_of(inspect);
+    let local_url = url_of(inspect);
+    let port = local_url.as_deref().and_then(port_of);
+    let (Some(local_url), Some(port)) = (local_url, port) else {
+        return Fate::Remove { claim };
+    };
+    let container_id = inspect.id.clone().unwrap_or_default();
+    let running = state == Some(ContainerStateStatusEnum::RUNNING);
+    let paused = state == Some(ContainerStateStatusEnum::PAUSED);
+    match claim {
+        Some(claim) if running || paused => Fate::Reclaim(Reclaimed {
+            claim,
+            container_id,
+            local_url,
+            port,
+            paused,
+            configure_key: configure_key(inspect).filter(|_| running),
+        }),
+        Some(claim) => Fate::Remove { claim: Some(claim) },
+        None => match configure_key(inspect).filter(|_| running) {
+            Some(configure_key) => Fate::Pool {
+                tag: inspect
+                    .config
+                    .as_ref()
+                    .and_then(|c| c.image.clone())
+                    .unwrap_or_default(),
+                warm: Warm {
+                    runtime_id: label(inspect, labels::SERVE_RUNTIME_ID)
+                        .unwrap_or_default()
+                        .to_string(),
+                    container_id,
+                    local_url,
+                    port,
+                    configure_key,
+                },
+            },
+            None => Fate::Remove { claim: None },
+        },
+    }
+}
+
+/// The key a waiting sandboxd takes its configuration with (in its container's environment).
+fn configure_key(inspect: &ContainerInspectResponse) -> Option<String> {
+    inspect
+        .config
+        .as_ref()?
+        .env
+        .as_ref()?
+        .iter()
+        .find_map(|kv| {
+            kv.strip_prefix("SANDBOXD_CONFIGURE_KEY=")
+                .map(str::to_string)
+        })
+}
+
+/// Rebuilds the pools and returns the table's entries from the containers labelled with this
+/// service's name and the claims in `store`; removes what cannot be recovered.
+pub(super) async fn recover(
+    docker: &DockerRuntime,
+    store: &Store,
+    config: &ServeConfig,
+    pools: &WarmPools,
+) -> Result<Vec<Entry>, ServeError> {
+    let mut claims: HashMap<String, Claim> = store
+        .load_all()?
+        .into_iter()
+        .map(|c| (c.runtime_id.clone(), c))
+        .collect();
+    let containers = docker
+        .inspect_labelled(labels::SERVE_NAME, &config.name)
+        .await?;
+    let mut entries = Vec::new();
+    let mut warm = 0;
+    for inspect in containers {
+        let runtime_id = label(&inspect, labels::SERVE_RUNTIME_ID).unwrap_or_default();
+        let kept = match fate(&inspect, claims.remove(runtime_id)) {
+            Fate::Reclaim(found) => {
+                entries.push(reclaim(store, config, found).await?);
+                true
+            }
+            Fate::Pool { tag, warm: found } => {
+                let adopted = pools.adopt(tag, found).is_ok();
+                warm += usize::from(adopted);
+                adopted
+            }
+            Fate::Remove { claim } => {
+                if let Some(claim) = claim {
+                    let _ = store.remove(&claim.runtime_id);
+                }
+                false
+            }
+        };
+        if !kept {
+            remove_left_behind(docker, &inspect, runtime_id).await;
+        }
+    }
+    for runtime_id in claims.keys() {
+        store.remove(runtime_id)?;
+    }
+    let recovered = entries.len();
+    tracing::info!(recovered, warm, "recovered the previous run's sandboxes");
+    Ok(entries)
+}
+
+/// The table's entry of a claimed sandbox found again, after sending the configuration a
+/// killed service had not sent.
+async fn reclaim(
+    store: &Store,
+    config: &ServeConfig,
+    found: Reclaimed,
+) -> Result<Entry, ServeError> {
+    let Reclaimed {
+        mut claim,
+        container_id,
+        local_url,
+        port,
+        paused,
+        configure_key,
+    } = found;
+    if let Some(configure) = claim.pending_configuration.take() {
+        let runtime_id = &claim.runtime_id;
+        finish_configuration(runtime_id, &local_url, configure_key.as_deref(), &configure).await;
+        store.save(&claim)?;
+    }
+    Ok(Entry {
+        claim,
+        container_id,
+        url: config.public_url(port),
+        local_url,
+        paused,
+        ready: false,
+    })
+}
+
+/// Sends a sandboxd the configuration a service killed between the claim and the
+/// configuration had not sent (a sandboxd that has it already refuses it, which changes
+/// nothing).
+async fn finish_configuration(
+    runtime_id: &str,
+    local_url: &str,
+    configure_key: Option<&str>,
+    configure: &ConfigureRequest,
+) {
+    let Some(key) = configure_key else {
+        tracing::warn!(%runtime_id, "cannot finish the configuration of a sandbox");
+        return;
+    };
+    match send_configuration(local_url, key, configure).await {
+        Ok(()) => tracing::info!(%runtime_id, "sent the configuration a killed service had not"),
+        Err(e) => tracing::debug!(%runtime_id, error = %e, "the sandbox has its configuration"),
+    }
+}
+
+/// Removes a container recovery has no use for (best effort).
+async fn remove_left_behind(
+    docker: &DockerRuntime,
+    inspect: &ContainerInspectResponse,
+    runtime_id: &str,
+) {
+    let status = state_of(inspect)
+        .as_ref()
+        .map_or("", AsRef::as_ref)
+        .to_string();
+    tracing::info!(%runtime_id, %status, "removing a sandbox left behind");
+    let id = inspect.id.as_deref().unwrap_or_default();
+    if let Err(e) = docker.down(id).await {
+        tracing::warn!(%runtime_id, error = %e, "cannot remove a sandbox left behind");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bollard::models::ContainerStateStatusEnum::{EXITED, PAUSED, RUNNING};
+    use bollard::models::{ContainerConfig, ContainerState, NetworkSettings, PortBinding};
+
+    use super::*;
+    use crate::runtime::docker::config::SANDBOXD_PORT;
+
+    /// A container as the engine describes it: `port` published, `key` in its environment.
+    fn container(
+        state: ContainerStateStatusEnum,
+        port: Option<&str>,
+        key: Option<&str>,
+    ) -> ContainerInspectResponse {
+        let ports = port.map(|p| {
+            HashMap::from([(
+                format!("{SANDBOXD_PORT}/tcp"),
+                Some(vec![PortBinding {
+                    host_ip: Some("127.0.0.1".to_string()),
+                    host_port: Some(p.to_string()),
+                }]),
+            )])
+        });
+        ContainerInspectResponse {
+            id: Some("c-1".to_string()),
+            state: Some(ContainerState {
+                status: Some(state),
+                ..ContainerState::default()
+            }),
+            config: Some(ContainerConfig {
+                image: Some("sandboxd-runtime:tag".to_string()),
+                env: Some(
+                    key.map(|k| format!("SANDBOXD_CONFIGURE_KEY={k}"))
+                        .into_iter()
+                        .chain(["PATH=/bin".to_string()])
+                        .collect(),
+                ),
+                labels: Some(HashMap::from([(
+                    labels::SERVE_RUNTIME_ID.to_string(),
+                    "rt-1".to_string(),
+                )])),
+                ..ContainerConfig::default()
+            }),
+            network_settings: Some(NetworkSettings {
+                ports,
+                ..NetworkSettings::default()
+            }),
+            ..ContainerInspectResponse::default()
+        }
+    }
+
+    fn claim() -> Claim {
+        Claim {
+            runtime_id: "rt-1".to_string(),
+            session_id: "s".to_string(),
+            owner: "o".to_string(),
+            image: "img".to_string(),
+            session_api_key: "k".to_string(),
+            created_at: "t".to_string(),
+            pending_configuration: None,
+        }
+    }
+
+    #[test]
+    fn a_claimed_running_sandbox_is_reclaimed_and_can_take_its_configuration() {
+        let Fate::Reclaim(found) = fate(
+            &container(RUNNING, Some("32768"), Some("ck")),
+            Some(claim()),
+        ) else {
+            panic!("not reclaimed");
+        };
+        assert_eq!(found.claim, claim());
+        assert_eq!(found.container_id, "c-1");
+        assert_eq!(found.local_url, "http://127.0.0.1:32768");
+        assert_eq!(found.port, 32768);
+        assert!(!found.paused);
+        assert_eq!(found.configure_key.as_deref(), Some("ck"));
+    }
+
+    #[test]
+    fn a_claimed_paused_sandbox_is_reclaimed_paused_and_cannot_be_configured() {
+        let Fate::Reclaim(found) =
+            fate(&container(PAUSED, Some("32768"), Some("ck")), Some(claim()))
+        else {
+            panic!("not reclaimed");
+        };
+        assert!(found.paused);
+        assert_eq!(found.configure_key, None);
+    }
+
+    #[test]
+    fn a_claimed_sandbox_that_stopped_or_has_no_port_is_removed_with_its_claim() {
+        for inspect in [
+            container(EXITED, Some("32768"), Some("ck")),
+            container(RUNNING, None, Some("ck")),
+        ] {
+            match fate(&inspect, Some(claim())) {
+                Fate::Remove { claim: Some(c) } => assert_eq!(c, claim()),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_unclaimed_running_sandbox_is_offered_to_its_images_pool() {
+        let Fate::Pool { tag, warm } = fate(&container(RUNNING, Some("32768"), Some("ck")), None)
+        else {
+            panic!("not offered to a pool");
+        };
+        assert_eq!(tag, "sandboxd-runtime:tag");
+        assert_eq!(
+            (
+                warm.runtime_id.as_str(),
+                warm.container_id.as_str(),
+                warm.local_url.as_str(),
+                warm.port,
+                warm.configure_key.as_str()
+            ),
+            ("rt-1", "c-1", "http://127.0.0.1:32768", 32768, "ck")
+        );
+    }
+
+    #[test]
+    fn an_unclaimed_sandbox_that_cannot_serve_a_pool_is_removed() {
+        for inspect in [
+            container(PAUSED, Some("32768"), Some("ck")),
+            container(EXITED, Some("32768"), Some("ck")),
+            container(RUNNING, None, Some("ck")),
+            container(RUNNING, Some("32768"), None),
+        ] {
+            assert!(
+                matches!(fate(&inspect, None), Fate::Remove { claim: None }),
+                "{inspect:?}"
+            );
+        }
+    }
+}
