@@ -1,4 +1,4 @@
-//! `agentd serve`: the runtime API service (SPEC §9) for other agent hosts, OpenHands'
+//! `agentd serve`: the runtime API service (docs/protocol.md §9) for other agent hosts, OpenHands'
 //! `RemoteRuntime` included. Prints `agentd serve listening on http://ADDR` on stdout once it
 //! answers; stops on SIGTERM or Ctrl-C, leaving its sandboxes for the next start to recover.
 

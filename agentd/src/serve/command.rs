@@ -2,7 +2,7 @@
 //!
 //! OpenHands sends `<prefix> python -u -m openhands.runtime.action_execution_server PORT
 //! --working-dir DIR [--plugins ...] --username U --user-id N [--browsergym-eval-env ...]
-//! [--no-enable-browser]` (SPEC §1.1). The arguments after the module name are the reference
+//! [--no-enable-browser]` (docs/protocol.md §1.1). The arguments after the module name are the reference
 //! server's, which sandboxd accepts; the interpreter prefix is dropped, the port, listen address
 //! and output directory are the service's. Flags other than the reference's are refused: they
 //! could change how sandboxd listens or authenticates.

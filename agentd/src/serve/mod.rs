@@ -1,4 +1,4 @@
-//! `agentd serve`: the runtime API (SPEC §9) for many agent hosts. One service per Docker host
+//! `agentd serve`: the runtime API (docs/protocol.md §9) for many agent hosts. One service per Docker host
 //! creates, finds, pauses and stops hardened sandbox containers for callers that hold one of
 //! its API keys, OpenHands' `RemoteRuntime` among them.
 //!

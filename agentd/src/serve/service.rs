@@ -98,7 +98,7 @@ impl SandboxService {
     }
 
     /// Whether `/start` runs `image`: always, since an image this host does not have runs as
-    /// the default sandbox image (SPEC §9: callers cannot build images here).
+    /// the default sandbox image (docs/protocol.md §9: callers cannot build images here).
     pub fn image_exists(&self, _image: &str) -> bool {
         true
     }
