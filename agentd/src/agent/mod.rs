@@ -16,8 +16,8 @@ use std::pin::Pin;
 
 use protocol::Action;
 
-use crate::controller::State;
 use crate::events::EventStream;
+use crate::state::State;
 
 pub use replay::ReplayAgent;
 pub use scripted::ScriptedAgent;

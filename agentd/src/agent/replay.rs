@@ -7,8 +7,8 @@ use protocol::action::FinishArgs;
 use protocol::{Action, ActionKind, Event, EventSource};
 
 use super::{Agent, AgentError, StepFuture, fresh};
-use crate::controller::State;
 use crate::events::EventStream;
+use crate::state::State;
 
 /// Replays recorded actions, then answers `finish`.
 #[derive(Debug, Clone)]

@@ -7,8 +7,8 @@ use protocol::action::FinishArgs;
 use protocol::{Action, ActionKind};
 
 use super::{Agent, AgentError, StepFuture, fresh};
-use crate::controller::State;
 use crate::events::EventStream;
+use crate::state::State;
 
 type StepFn = dyn FnMut(&State, &EventStream) -> Result<Action, AgentError> + Send;
 

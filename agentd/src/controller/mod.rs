@@ -21,7 +21,6 @@
 //! After every step and state change the [`State`] is saved to `state.json` in the session
 //! directory; [`Controller::resume`] continues a run from there.
 
-pub mod state;
 pub mod stuck;
 
 #[cfg(test)]
@@ -38,8 +37,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::{Agent, AgentError, StepFuture};
 use crate::events::{EventStream, StoreError};
-
-pub use state::{Budget, STATE_FILE, State, StateError};
+use crate::state::{STATE_FILE, State, StateError};
 
 /// The reply a headless run gives when the agent waits for the user (OpenHands'
 /// `auto_continue_response`, verbatim).

@@ -16,12 +16,12 @@ use protocol::action::{EmptyArgs, SystemMessageArgs};
 use protocol::{Action, ActionKind};
 
 use super::{Agent, AgentError, StepFuture};
-use crate::controller::State;
 use crate::events::EventStream;
 use crate::llm::{Llm, LlmError, Tool};
 use crate::memory::{
     Condensed, Condenser, CondenserConfig, CondenserError, ConversationMemory, View,
 };
+use crate::state::State;
 use tools::ToolSet;
 
 /// The system prompt, unless the settings give another.
