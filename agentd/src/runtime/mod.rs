@@ -6,8 +6,13 @@
 //! A [`Runtime`] owns what it started: [`Runtime::close`] stops it, and dropping a runtime
 //! without closing it (an early return, a panic) still kills the local process group or removes
 //! the container.
+//!
+//! Inside: `sandbox` (the [`Runtime`]) uses `local`, `container` (over [`docker`]) and
+//! `remote`; `local` and `container` record a death, and `sandbox` answers with it, through
+//! `death` ([`SandboxDeath`], `record_death`), which uses none of them.
 
 mod container;
+mod death;
 pub mod docker;
 mod local;
 mod remote;
@@ -18,7 +23,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use sandbox::{Runtime, SandboxDeath};
+pub use death::SandboxDeath;
+pub use sandbox::Runtime;
 
 /// Where a [`Runtime`]'s sandbox runs.
 #[derive(

@@ -7,7 +7,6 @@
 //! selects on it, so a dead sandbox answers at once instead of at the HTTP deadline.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::time::Duration;
 
 use client::{ClientError, SandboxClient};
@@ -17,48 +16,13 @@ use protocol::{Action, ActionKind, Observation, ObservationKind};
 use tokio::sync::watch;
 
 use super::container::ContainerSandbox;
+use super::death::SandboxDeath;
 use super::local::LocalSandbox;
 use super::{RuntimeConfig, RuntimeError, RuntimeKind, error_id, local, remote};
 
 /// How long a failed request waits for the death notice before calling the sandbox merely
 /// unreachable (the connection usually breaks a moment before the exit is seen).
 const CONFIRM_DEATH: Duration = Duration::from_secs(2);
-
-/// How a sandbox died.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxDeath {
-    /// One line for the agent and the user: `sandboxd was killed by SIGKILL`, `the container
-    /// exited with status 137 (out of memory)`.
-    pub summary: String,
-    /// The sandbox's last output (sandboxd's stderr, the container's log), for people.
-    pub detail: String,
-}
-
-impl fmt::Display for SandboxDeath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.summary)?;
-        let detail = self.detail.trim_end();
-        if !detail.is_empty() {
-            write!(f, "\n--- last output ---\n{detail}")?;
-        }
-        Ok(())
-    }
-}
-
-/// Records a death unless one is recorded already; says whether this one was.
-pub(super) fn record_death(
-    death: &watch::Sender<Option<SandboxDeath>>,
-    summary: String,
-    detail: String,
-) -> bool {
-    death.send_if_modified(|current| {
-        if current.is_some() {
-            return false;
-        }
-        *current = Some(SandboxDeath { summary, detail });
-        true
-    })
-}
 
 /// A sandbox that runs actions. Start it with [`Runtime::start`], end it with
 /// [`Runtime::close`]; dropping it also ends what it started (blocking briefly).
@@ -436,14 +400,6 @@ mod tests {
     fn runnable_actions_are_the_sandbox_ones() {
         assert!(ActionKind::Run(CmdRunArgs::new("ls")).is_runnable());
         assert!(!ActionKind::Think(ThinkArgs::default()).is_runnable());
-    }
-
-    #[test]
-    fn the_first_death_is_kept() {
-        let (death, _) = watch::channel(None);
-        assert!(record_death(&death, "first".into(), String::new()));
-        assert!(!record_death(&death, "second".into(), String::new()));
-        assert_eq!(death.borrow().as_ref().unwrap().summary, "first");
     }
 
     #[test]
