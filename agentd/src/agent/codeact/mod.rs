@@ -27,9 +27,6 @@ use tools::ToolSet;
 /// The system prompt, unless the settings give another.
 pub const SYSTEM_PROMPT: &str = include_str!("system_prompt.md");
 
-/// The error type name under which a prompt too long for the model is reported.
-const CONTEXT_WINDOW_EXCEEDED: &str = "ContextWindowExceededError";
-
 /// How the CodeAct agent works.
 #[derive(Debug, Clone, Default)]
 pub struct CodeActConfig {
@@ -114,9 +111,7 @@ impl CodeActAgent {
             Ok(completion) => completion,
             // The prompt no longer fits: ask the condenser to forget (as the reference does),
             // when there is one that can.
-            Err(LlmError::Failed { kind, .. })
-                if kind == CONTEXT_WINDOW_EXCEEDED && self.condenses =>
-            {
+            Err(e) if e.is_context_window_exceeded() && self.condenses => {
                 tracing::warn!("the prompt exceeds the model's context window; condensing");
                 return Ok(Action::from(ActionKind::CondensationRequest(EmptyArgs {})));
             }
@@ -223,7 +218,10 @@ fn unplayed_calls(events: &[std::sync::Arc<protocol::Event>]) -> Vec<Action> {
 fn llm_error(error: LlmError) -> AgentError {
     match error {
         LlmError::ToolCallFormat(text) => AgentError::Malformed(text),
-        LlmError::Failed { kind, message } => AgentError::Fatal { kind, message },
+        LlmError::Failed { kind, message } => AgentError::Fatal {
+            kind: kind.name().to_string(),
+            message,
+        },
     }
 }
 
