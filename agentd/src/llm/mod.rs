@@ -49,10 +49,10 @@ pub struct Completion {
     /// The whole response (in prompted mode, with the message replaced by the native form):
     /// `model_response` of the actions' `ToolCallMetadata`.
     pub response: ChatResponse,
-    /// The metrics for `llm_metrics` of the actions, in OpenHands' `Metrics` shape: the
-    /// accumulated cost and token usage after this call, and lists (`costs`,
-    /// `response_latencies`, `token_usages`) holding only this call's entries.
-    pub metrics: Value,
+    /// The metrics for the actions: the accumulated cost and token usage after this call, and
+    /// lists (`costs`, `response_latencies`, `token_usages`) holding only this call's entries.
+    /// [`Metrics::to_json`] makes an action's `llm_metrics` of them.
+    pub metrics: Metrics,
 }
 
 /// What the retry listener is told before each wait.

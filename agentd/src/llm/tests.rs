@@ -157,7 +157,7 @@ async fn native_tool_calls_come_back_with_metrics_and_cost_from_the_price_table(
     );
     assert_eq!(first.response.choices[0].message, first.message);
     let cost1 = 600.0 * 2.5e-6 + 400.0 * 1.25e-6 + 50.0 * 1e-5;
-    let metrics = &first.metrics;
+    let metrics = &first.metrics.to_json();
     assert!((metrics["accumulated_cost"].as_f64().unwrap() - cost1).abs() < 1e-12);
     assert_eq!(metrics["accumulated_token_usage"]["prompt_tokens"], 1000);
     assert_eq!(metrics["accumulated_token_usage"]["cache_read_tokens"], 400);
@@ -176,13 +176,29 @@ async fn native_tool_calls_come_back_with_metrics_and_cost_from_the_price_table(
         Some(Content::Text("All done.".to_owned()))
     );
     let cost2 = cost1 + 2000.0 * 2.5e-6 + 10.0 * 1e-5;
-    assert!((second.metrics["accumulated_cost"].as_f64().unwrap() - cost2).abs() < 1e-12);
+    assert!(
+        (second.metrics.to_json()["accumulated_cost"]
+            .as_f64()
+            .unwrap()
+            - cost2)
+            .abs()
+            < 1e-12
+    );
     assert_eq!(
-        second.metrics["accumulated_token_usage"]["prompt_tokens"],
+        second.metrics.to_json()["accumulated_token_usage"]["prompt_tokens"],
         3000
     );
-    assert_eq!(second.metrics["costs"].as_array().unwrap().len(), 1);
-    assert_eq!(second.metrics["token_usages"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        second.metrics.to_json()["costs"].as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(
+        second.metrics.to_json()["token_usages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     let all = llm.metrics();
     assert_eq!(all.token_usages.len(), 2);
     assert!((all.accumulated_cost - cost2).abs() < 1e-12);
@@ -228,10 +244,10 @@ async fn without_a_price_the_cost_is_the_one_the_server_reports() {
     .await;
     let llm = Llm::new(config(fake.base_url())).unwrap();
     let first = llm.completion(history(), &[]).await.unwrap();
-    assert_eq!(first.metrics["accumulated_cost"], 0.25);
+    assert_eq!(first.metrics.to_json()["accumulated_cost"], 0.25);
     let second = llm.completion(history(), &[]).await.unwrap();
-    assert_eq!(second.metrics["accumulated_cost"], 0.75);
-    assert_eq!(second.metrics["costs"][0]["cost"], 0.5);
+    assert_eq!(second.metrics.to_json()["accumulated_cost"], 0.75);
+    assert_eq!(second.metrics.to_json()["costs"][0]["cost"], 0.5);
 }
 
 #[tokio::test]
@@ -419,7 +435,7 @@ async fn prompted_mode_sends_text_and_parses_the_call_back() {
     assert_eq!(calls[0].function.arguments, r#"{"command":"ls -la"}"#);
     assert_eq!(&completion.response.choices[0].message, message);
     assert_eq!(
-        completion.metrics["accumulated_token_usage"]["prompt_tokens"],
+        completion.metrics.to_json()["accumulated_token_usage"]["prompt_tokens"],
         500
     );
 

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use protocol::action::{EmptyArgs, SystemMessageArgs};
 use protocol::{Action, ActionKind};
 
-use super::{Agent, AgentError, StepFuture};
+use super::{Agent, AgentError, Step, StepFuture};
 use crate::events::EventStream;
 use crate::llm::{Llm, LlmError, Tool};
 use crate::memory::{
@@ -88,13 +88,13 @@ impl CodeActAgent {
         &mut self,
         state: &State,
         history: &EventStream,
-    ) -> Result<Action, AgentError> {
+    ) -> Result<Step, AgentError> {
         let events = history.range(state.start_id, None);
         if !std::mem::replace(&mut self.checked_history, true) {
             self.pending.extend(unplayed_calls(&events));
         }
         if let Some(action) = self.pending.pop_front() {
-            return Ok(action);
+            return Ok(action.into());
         }
         let view = View::from_events(&events);
         let view = match self
@@ -103,7 +103,7 @@ impl CodeActAgent {
             .await
             .map_err(condenser_error)?
         {
-            Condensed::Condensation(action) => return Ok(*action),
+            Condensed::Condensation(action) => return Ok((*action).into()),
             Condensed::View(view) => view,
         };
         let messages = self.memory.process_events(&view);
@@ -113,7 +113,7 @@ impl CodeActAgent {
             // when there is one that can.
             Err(e) if e.is_context_window_exceeded() && self.condenses => {
                 tracing::warn!("the prompt exceeds the model's context window; condensing");
-                return Ok(Action::from(ActionKind::CondensationRequest(EmptyArgs {})));
+                return Ok(Action::from(ActionKind::CondensationRequest(EmptyArgs {})).into());
             }
             Err(e) => return Err(llm_error(e)),
         };
@@ -122,12 +122,20 @@ impl CodeActAgent {
                 kind: "LLMResponseError".to_string(),
                 message: format!("cannot record the model's response: {e}"),
             })?;
-        let actions =
-            actions::response_to_actions(&completion.message, &response, Some(completion.metrics))?;
+        let actions = actions::response_to_actions(
+            &completion.message,
+            &response,
+            Some(completion.metrics.to_json()),
+        )?;
         self.pending.extend(actions);
-        self.pending
+        let action = self
+            .pending
             .pop_front()
-            .ok_or_else(|| AgentError::Malformed("The response held no action.".to_string()))
+            .ok_or_else(|| AgentError::Malformed("The response held no action.".to_string()))?;
+        Ok(Step {
+            action,
+            accumulated_cost: Some(completion.metrics.accumulated_cost),
+        })
     }
 }
 
@@ -272,7 +280,7 @@ mod tests {
         let mut agent = CodeActAgent::new(llm, CodeActConfig::default()).unwrap();
         let state = State::new("s", 10, None);
         for (id, command) in [("b", "echo 2"), ("c", "echo 3")] {
-            let action = agent.step(&state, &history).await.unwrap();
+            let action = agent.step(&state, &history).await.unwrap().action;
             let ActionKind::Run(run) = &action.kind else {
                 panic!("{action:?}")
             };
