@@ -61,11 +61,9 @@ impl CodeActAgent {
         let system_prompt = config
             .system_prompt
             .unwrap_or_else(|| SYSTEM_PROMPT.to_string());
-        let memory = ConversationMemory {
-            vision: llm.vision(),
-            system_prompt: Some(system_prompt.clone()),
-            ..ConversationMemory::default()
-        };
+        let mut memory = ConversationMemory::default();
+        memory.vision = llm.vision();
+        memory.system_prompt = Some(system_prompt.clone());
         let condenses = config.condenser != CondenserConfig::NoOp;
         Ok(CodeActAgent {
             condenser: config.condenser.build(Some(llm.clone()))?,
