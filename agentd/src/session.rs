@@ -13,9 +13,10 @@ use protocol::{Action, AgentState, Event, EventSource, ObservationKind};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::agent::Agent;
-use crate::controller::{Controller, ControllerConfig, ControllerError, ControllerHandle, State};
+use crate::controller::{Controller, ControllerConfig, ControllerError, ControllerHandle};
 use crate::events::{EventStream, StoreError};
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
+use crate::state::{STATE_FILE, State};
 
 /// Errors that keep a run from starting or finishing (a run that ends in the `error` state is
 /// not one: see [`Outcome`]).
@@ -149,7 +150,7 @@ pub async fn run(
     mut on_event: impl FnMut(&Event) + Send + 'static,
 ) -> Result<Outcome, SessionError> {
     let dir = session_dir(&spec.sessions_dir, &spec.session_id);
-    if spec.resume && !dir.join(crate::controller::STATE_FILE).is_file() {
+    if spec.resume && !dir.join(STATE_FILE).is_file() {
         return Err(SessionError::NoSuchSession(
             spec.session_id.clone(),
             spec.sessions_dir.clone(),

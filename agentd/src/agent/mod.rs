@@ -16,23 +16,44 @@ use std::pin::Pin;
 
 use protocol::Action;
 
-use crate::controller::State;
 use crate::events::EventStream;
+use crate::state::State;
 
 pub use replay::ReplayAgent;
 pub use scripted::ScriptedAgent;
 
 /// What [`Agent::step`] returns: a future of the next action, borrowing the agent, the state
 /// and the history for the duration of the step.
-pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<Action, AgentError>> + Send + 'a>>;
+pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<Step, AgentError>> + Send + 'a>>;
+
+/// What a step hands the controller: the next action and, when the step called an LLM, what
+/// the agent's LLM calls have cost so far, for the budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The next action. Its `llm_metrics`, if any, is the record of the call for the event
+    /// log; nobody reads figures back out of it.
+    pub action: Action,
+    /// The LLM client's running total in USD after this step's call; `None` when the step
+    /// made no call (a queued call of an earlier answer, a condensation, a replay).
+    pub accumulated_cost: Option<f64>,
+}
+
+impl From<Action> for Step {
+    fn from(action: Action) -> Step {
+        Step {
+            action,
+            accumulated_cost: None,
+        }
+    }
+}
 
 /// Decides actions.
 pub trait Agent: Send {
     /// A name for logs and the system message (`CodeActAgent`, `ReplayAgent`).
     fn name(&self) -> &str;
 
-    /// The next action, given the run's state and its history. Dropping the future cancels the
-    /// step (the controller does this when the run is stopped meanwhile).
+    /// The next action (and its cost), given the run's state and its history. Dropping the
+    /// future cancels the step (the controller does this when the run is stopped meanwhile).
     fn step<'a>(&'a mut self, state: &'a State, history: &'a EventStream) -> StepFuture<'a>;
 
     /// Forgets whatever is in flight (the controller calls it when the run stops or fails).

@@ -6,9 +6,9 @@
 use protocol::action::FinishArgs;
 use protocol::{Action, ActionKind, Event, EventSource};
 
-use super::{Agent, AgentError, StepFuture, fresh};
-use crate::controller::State;
+use super::{Agent, AgentError, Step, StepFuture, fresh};
 use crate::events::EventStream;
+use crate::state::State;
 
 /// Replays recorded actions, then answers `finish`.
 #[derive(Debug, Clone)]
@@ -90,7 +90,7 @@ impl Agent for ReplayAgent {
                 ..FinishArgs::default()
             })),
         };
-        Box::pin(std::future::ready(Ok::<_, AgentError>(action)))
+        Box::pin(std::future::ready(Ok::<_, AgentError>(Step::from(action))))
     }
 
     /// Nothing is in flight between steps; the replay keeps its place.
@@ -130,7 +130,7 @@ mod tests {
         let state = State::new("s", 10, None);
         let history = EventStream::in_memory();
 
-        let run = agent.step(&state, &history).await.unwrap();
+        let run = agent.step(&state, &history).await.unwrap().action;
         assert_eq!(
             (run.id, run.timestamp.as_deref(), run.source, run.cause),
             (None, None, None, None)
@@ -145,12 +145,12 @@ mod tests {
             ("ls", "look first")
         );
 
-        let finish = agent.step(&state, &history).await.unwrap();
+        let finish = agent.step(&state, &history).await.unwrap().action;
         let ActionKind::Finish(args) = finish.kind else {
             panic!()
         };
         assert_eq!(args.final_thought, "done");
-        let after = agent.step(&state, &history).await.unwrap();
+        let after = agent.step(&state, &history).await.unwrap().action;
         assert!(matches!(after.kind, ActionKind::Finish(_)));
         assert_eq!(agent.remaining(), 0);
     }
@@ -171,7 +171,7 @@ mod tests {
         let history = EventStream::in_memory();
         history.add(system, EventSource::Agent).unwrap();
         let state = State::new("s", 10, None);
-        let first = agent.step(&state, &history).await.unwrap();
+        let first = agent.step(&state, &history).await.unwrap().action;
         assert!(matches!(first.kind, ActionKind::Run(_)), "{first:?}");
     }
 
@@ -193,7 +193,7 @@ mod tests {
 
         let mut agent = ReplayAgent::from_events(&events);
         let state = State::new("s", 10, None);
-        let next = agent.step(&state, &history).await.unwrap();
+        let next = agent.step(&state, &history).await.unwrap().action;
         assert!(matches!(next.kind, ActionKind::Finish(ref f) if f.final_thought == "done"));
     }
 }

@@ -6,11 +6,11 @@ use std::collections::VecDeque;
 use protocol::action::FinishArgs;
 use protocol::{Action, ActionKind};
 
-use super::{Agent, AgentError, StepFuture, fresh};
-use crate::controller::State;
+use super::{Agent, AgentError, Step, StepFuture, fresh};
 use crate::events::EventStream;
+use crate::state::State;
 
-type StepFn = dyn FnMut(&State, &EventStream) -> Result<Action, AgentError> + Send;
+type StepFn = dyn FnMut(&State, &EventStream) -> Result<Step, AgentError> + Send;
 
 /// Plays a script. A list that runs out answers `finish`.
 pub struct ScriptedAgent {
@@ -45,20 +45,28 @@ impl ScriptedAgent {
         }
     }
 
-    /// Asks `next` for every action.
-    pub fn from_fn(
-        mut next: impl FnMut(&State, &EventStream) -> Action + Send + 'static,
+    /// Asks `next` for every action (or [`Step`], to report a cost).
+    pub fn from_fn<S: Into<Step>>(
+        mut next: impl FnMut(&State, &EventStream) -> S + Send + 'static,
     ) -> ScriptedAgent {
-        ScriptedAgent::from_try_fn(move |state, history| Ok(next(state, history)))
+        ScriptedAgent::with_script(Box::new(move |state, history| {
+            Ok(next(state, history).into())
+        }))
     }
 
     /// Asks `next` for every action; it may fail like a real agent.
     pub fn from_try_fn(
-        next: impl FnMut(&State, &EventStream) -> Result<Action, AgentError> + Send + 'static,
+        mut next: impl FnMut(&State, &EventStream) -> Result<Action, AgentError> + Send + 'static,
     ) -> ScriptedAgent {
+        ScriptedAgent::with_script(Box::new(move |state, history| {
+            next(state, history).map(Step::from)
+        }))
+    }
+
+    fn with_script(next: Box<StepFn>) -> ScriptedAgent {
         ScriptedAgent {
             name: "ScriptedAgent".to_string(),
-            script: Script::Fn(Box::new(next)),
+            script: Script::Fn(next),
         }
     }
 
@@ -76,13 +84,16 @@ impl Agent for ScriptedAgent {
 
     fn step<'a>(&'a mut self, state: &'a State, history: &'a EventStream) -> StepFuture<'a> {
         let next = match &mut self.script {
-            Script::List(actions) => Ok(actions.pop_front().unwrap_or_else(|| {
+            Script::List(actions) => Ok(Step::from(actions.pop_front().unwrap_or_else(|| {
                 Action::from(ActionKind::Finish(FinishArgs {
                     final_thought: "The script has no more actions.".to_string(),
                     ..FinishArgs::default()
                 }))
-            })),
-            Script::Fn(next) => next(state, history).map(fresh),
+            }))),
+            Script::Fn(next) => next(state, history).map(|step| Step {
+                action: fresh(step.action),
+                ..step
+            }),
         };
         Box::pin(std::future::ready(next))
     }
@@ -103,10 +114,10 @@ mod tests {
         let mut ls = Action::from(ActionKind::Run(CmdRunArgs::new("ls")));
         ls.id = Some(9);
         let mut agent = ScriptedAgent::new([ls]);
-        let first = agent.step(&state, &history).await.unwrap();
+        let first = agent.step(&state, &history).await.unwrap().action;
         assert_eq!(first.id, None);
         assert!(matches!(first.kind, ActionKind::Run(_)));
-        let second = agent.step(&state, &history).await.unwrap();
+        let second = agent.step(&state, &history).await.unwrap().action;
         assert!(matches!(second.kind, ActionKind::Finish(_)));
 
         let mut calls = 0;
@@ -119,7 +130,7 @@ mod tests {
         })
         .named("Echo");
         assert_eq!(agent.name(), "Echo");
-        let ActionKind::Run(run) = agent.step(&state, &history).await.unwrap().kind else {
+        let ActionKind::Run(run) = agent.step(&state, &history).await.unwrap().action.kind else {
             panic!()
         };
         assert_eq!(run.command, "echo 1 0");

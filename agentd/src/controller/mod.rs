@@ -21,7 +21,6 @@
 //! After every step and state change the [`State`] is saved to `state.json` in the session
 //! directory; [`Controller::resume`] continues a run from there.
 
-pub mod state;
 pub mod stuck;
 
 #[cfg(test)]
@@ -36,10 +35,9 @@ use protocol::observation::{AgentStateChangedExtras, EmptyExtras, ErrorExtras};
 use protocol::{Action, ActionKind, AgentState, Event, EventSource, Observation, ObservationKind};
 use tokio::sync::mpsc;
 
-use crate::agent::{Agent, AgentError, StepFuture};
+use crate::agent::{Agent, AgentError, Step, StepFuture};
 use crate::events::{EventStream, StoreError};
-
-pub use state::{Budget, STATE_FILE, State, StateError};
+use crate::state::{STATE_FILE, State, StateError};
 
 /// The reply a headless run gives when the agent waits for the user (OpenHands'
 /// `auto_continue_response`, verbatim).
@@ -200,7 +198,7 @@ impl std::fmt::Debug for Controller {
     reason = "one value per step, moved once; boxing would only add an allocation"
 )]
 enum StepOutcome {
-    Done(Result<Action, AgentError>),
+    Done(Result<Step, AgentError>),
     Interrupted(Command),
 }
 
@@ -397,7 +395,7 @@ impl Controller {
         };
         match outcome {
             StepOutcome::Interrupted(command) => self.on_command(command)?,
-            StepOutcome::Done(Ok(action)) => self.take(action)?,
+            StepOutcome::Done(Ok(step)) => self.take(step)?,
             StepOutcome::Done(Err(AgentError::Malformed(text))) => {
                 let mut error =
                     Observation::new(ObservationKind::Error(ErrorExtras::default()), text);
@@ -414,8 +412,12 @@ impl Controller {
         self.save()
     }
 
-    /// Puts the agent's action on the stream and reacts to it.
-    fn take(&mut self, mut action: Action) -> Result<(), ControllerError> {
+    /// Puts the agent's action on the stream, counts its cost, and reacts to it.
+    fn take(&mut self, step: Step) -> Result<(), ControllerError> {
+        let Step {
+            mut action,
+            accumulated_cost,
+        } = step;
         // The reference never records a null action: the step just produced nothing.
         if matches!(action.kind, ActionKind::Null(_)) {
             return Ok(());
@@ -423,10 +425,10 @@ impl Controller {
         action.id = None;
         action.timestamp = None;
         action.source = None;
+        if let Some(cost) = accumulated_cost {
+            self.state.budget.record(cost);
+        }
         if let Some(metrics) = &action.llm_metrics {
-            if let Some(cost) = metrics.get("accumulated_cost").and_then(|c| c.as_f64()) {
-                self.state.budget.record(cost);
-            }
             self.state.metrics = metrics.clone();
         }
         let stored = self.add(action, EventSource::Agent)?;

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::*;
-use crate::agent::{AgentError, ReplayAgent, ScriptedAgent};
+use crate::agent::{AgentError, ReplayAgent, ScriptedAgent, Step};
 
 fn run(command: &str) -> Action {
     Action::from(ActionKind::Run(CmdRunArgs::new(command)))
@@ -251,9 +251,13 @@ async fn the_budget_limit_ends_the_run_in_error() {
     let mut n = 0;
     let agent = ScriptedAgent::from_fn(move |_, _| {
         n += 1;
+        let cost = 0.4 * f64::from(n);
         let mut action = run(&format!("echo {n}"));
-        action.llm_metrics = Some(serde_json::json!({"accumulated_cost": 0.4 * f64::from(n)}));
-        action
+        action.llm_metrics = Some(serde_json::json!({"accumulated_cost": cost}));
+        Step {
+            action,
+            accumulated_cost: Some(cost),
+        }
     });
     let config = ControllerConfig {
         max_budget_per_task: Some(1.0),
@@ -887,7 +891,7 @@ impl crate::agent::Agent for SlowAgent {
     }
 
     fn step<'a>(&'a mut self, _: &'a State, _: &'a EventStream) -> crate::agent::StepFuture<'a> {
-        Box::pin(async move { Ok(self.actions.recv().await.unwrap()) })
+        Box::pin(async move { Ok(self.actions.recv().await.unwrap().into()) })
     }
 
     fn reset(&mut self) {}

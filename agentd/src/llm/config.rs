@@ -1,5 +1,6 @@
 //! The LLM settings: the `[llm]` section of agentd's settings file, with `LLM_MODEL`,
-//! `LLM_BASE_URL` and `LLM_API_KEY` from the environment layered over it.
+//! `LLM_BASE_URL` and `LLM_API_KEY` from the environment layered over it (the CLI does that
+//! through its flags; [`LlmConfig::apply_vars`] for other callers).
 //!
 //! ```toml
 //! [llm]
@@ -222,21 +223,9 @@ impl LlmConfig {
         }
     }
 
-    /// Settings from the environment alone: `None` unless `LLM_MODEL` is set.
-    pub fn from_env() -> Option<LlmConfig> {
-        let mut config = LlmConfig::new("", default_base_url());
-        config.apply_env();
-        (!config.model.is_empty()).then_some(config)
-    }
-
-    /// Overrides model, base URL and API key with `LLM_MODEL`, `LLM_BASE_URL` and
-    /// `LLM_API_KEY` where they are set and not empty.
-    pub fn apply_env(&mut self) {
-        self.apply_vars(|name| std::env::var(name).ok());
-    }
-
-    /// [`apply_env`](Self::apply_env) with the variables from `var` (for tests and callers
-    /// that keep their own environment).
+    /// Overrides model, base URL and API key with the variables `LLM_MODEL`, `LLM_BASE_URL`
+    /// and `LLM_API_KEY` that `var` gives and that are not empty (for callers that keep their
+    /// own environment; the CLI reads these variables through its flags).
     pub fn apply_vars(&mut self, var: impl Fn(&str) -> Option<String>) {
         let get = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         if let Some(model) = get("LLM_MODEL") {

@@ -1,6 +1,6 @@
-//! Why a completion failed: [`LlmError`] at the boundary, and the classification of one
-//! attempt's failure (HTTP status, body, transport error) into OpenHands' error type names and
-//! whether a retry can help.
+//! Why a completion failed: [`LlmError`] at the boundary, carrying an [`ErrorKind`] (which has
+//! OpenHands' error type name), and the classification of one attempt's failure (HTTP status,
+//! body, transport error) into a kind and whether a retry can help.
 
 use std::time::Duration;
 
@@ -14,85 +14,122 @@ pub enum LlmError {
     /// same request does not help; showing the model this message (an error observation) does.
     #[error("{0}")]
     ToolCallFormat(String),
-    /// Anything else. Errors a retry can fix (`RateLimitError`, `APIConnectionError`,
-    /// `Timeout`, `InternalServerError`, `ServiceUnavailableError`, `LLMNoResponseError`) were
-    /// already retried `num_retries` times; the others (`AuthenticationError`,
-    /// `BadRequestError`, `NotFoundError`, `PermissionDeniedError`,
-    /// `ContextWindowExceededError`, `ConfigError`...) were not retried, and retrying them
-    /// does not help (a `ContextWindowExceededError` needs a shorter history).
+    /// Anything else. Errors a retry can fix (see [`ErrorKind::is_retryable`]) were already
+    /// retried `num_retries` times; the others were not, and retrying them does not help (a
+    /// [`ErrorKind::ContextWindowExceeded`] needs a shorter history).
     #[error("{kind}: {message}")]
     Failed {
-        /// The error type name, as OpenHands/litellm report it.
-        kind: String,
+        /// What kind of failure.
+        kind: ErrorKind,
         /// What went wrong.
         message: String,
     },
 }
 
 impl LlmError {
-    /// The error type name: `kind` of [`LlmError::Failed`], `FunctionCallValidationError` for
+    /// The kind: `kind` of [`LlmError::Failed`], [`ErrorKind::FunctionCallValidation`] for
     /// [`LlmError::ToolCallFormat`].
-    pub fn kind(&self) -> &str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            LlmError::ToolCallFormat(_) => "FunctionCallValidationError",
-            LlmError::Failed { kind, .. } => kind,
+            LlmError::ToolCallFormat(_) => ErrorKind::FunctionCallValidation,
+            LlmError::Failed { kind, .. } => *kind,
         }
     }
 
     /// Whether the prompt did not fit the model's context window (the caller should condense
     /// the history).
     pub fn is_context_window_exceeded(&self) -> bool {
-        self.kind() == Kind::ContextWindowExceeded.name()
+        self.kind() == ErrorKind::ContextWindowExceeded
     }
 
     pub(crate) fn config(message: impl Into<String>) -> LlmError {
         LlmError::Failed {
-            kind: "ConfigError".to_owned(),
+            kind: ErrorKind::Config,
             message: message.into(),
         }
     }
 }
 
-/// The error types, named as OpenHands (litellm) names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+/// The kinds of failure, each with the error type name OpenHands (litellm) reports it under
+/// ([`ErrorKind::name`], also its `Display`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// `RateLimitError` (429); retryable unless the quota is exhausted.
     RateLimit,
+    /// `APIConnectionError`: no HTTP answer at all; retryable.
     Connection,
+    /// `Timeout` (408, 504, or no answer in time); retryable.
     Timeout,
+    /// `InternalServerError` (5xx); retryable.
     InternalServer,
+    /// `ServiceUnavailableError` (503); retryable.
     ServiceUnavailable,
+    /// `LLMNoResponseError`: an answer without choices or content; retryable.
     NoResponse,
+    /// `AuthenticationError` (401).
     Authentication,
+    /// `PermissionDeniedError` (403).
     PermissionDenied,
+    /// `BadRequestError` (400, 422).
     BadRequest,
+    /// `NotFoundError` (404).
     NotFound,
+    /// `ContextWindowExceededError`: the prompt is longer than the model takes.
     ContextWindowExceeded,
+    /// `APIError`: anything else the server or the exchange got wrong.
     Api,
+    /// `ConfigError`: the client's settings are unusable.
+    Config,
+    /// `FunctionCallValidationError`: a malformed tool call ([`LlmError::ToolCallFormat`]).
+    FunctionCallValidation,
 }
 
-impl Kind {
-    pub(crate) fn name(self) -> &'static str {
+impl ErrorKind {
+    /// The error type name, as OpenHands/litellm report it.
+    pub fn name(self) -> &'static str {
         match self {
-            Kind::RateLimit => "RateLimitError",
-            Kind::Connection => "APIConnectionError",
-            Kind::Timeout => "Timeout",
-            Kind::InternalServer => "InternalServerError",
-            Kind::ServiceUnavailable => "ServiceUnavailableError",
-            Kind::NoResponse => "LLMNoResponseError",
-            Kind::Authentication => "AuthenticationError",
-            Kind::PermissionDenied => "PermissionDeniedError",
-            Kind::BadRequest => "BadRequestError",
-            Kind::NotFound => "NotFoundError",
-            Kind::ContextWindowExceeded => "ContextWindowExceededError",
-            Kind::Api => "APIError",
+            ErrorKind::RateLimit => "RateLimitError",
+            ErrorKind::Connection => "APIConnectionError",
+            ErrorKind::Timeout => "Timeout",
+            ErrorKind::InternalServer => "InternalServerError",
+            ErrorKind::ServiceUnavailable => "ServiceUnavailableError",
+            ErrorKind::NoResponse => "LLMNoResponseError",
+            ErrorKind::Authentication => "AuthenticationError",
+            ErrorKind::PermissionDenied => "PermissionDeniedError",
+            ErrorKind::BadRequest => "BadRequestError",
+            ErrorKind::NotFound => "NotFoundError",
+            ErrorKind::ContextWindowExceeded => "ContextWindowExceededError",
+            ErrorKind::Api => "APIError",
+            ErrorKind::Config => "ConfigError",
+            ErrorKind::FunctionCallValidation => "FunctionCallValidationError",
         }
+    }
+
+    /// Whether another attempt can succeed (for most errors of the kind: an exhausted quota
+    /// is a [`ErrorKind::RateLimit`] that cannot).
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::RateLimit
+                | ErrorKind::Connection
+                | ErrorKind::Timeout
+                | ErrorKind::InternalServer
+                | ErrorKind::ServiceUnavailable
+                | ErrorKind::NoResponse
+        )
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
 /// One failed attempt.
 #[derive(Debug, Clone)]
 pub(crate) struct AttemptError {
-    pub kind: Kind,
+    pub kind: ErrorKind,
     pub message: String,
     /// Whether another attempt can succeed.
     pub retryable: bool,
@@ -101,20 +138,11 @@ pub(crate) struct AttemptError {
 }
 
 impl AttemptError {
-    pub(crate) fn new(kind: Kind, message: impl Into<String>) -> AttemptError {
-        let retryable = matches!(
-            kind,
-            Kind::RateLimit
-                | Kind::Connection
-                | Kind::Timeout
-                | Kind::InternalServer
-                | Kind::ServiceUnavailable
-                | Kind::NoResponse
-        );
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> AttemptError {
         AttemptError {
             kind,
             message: message.into(),
-            retryable,
+            retryable: kind.is_retryable(),
             retry_after: None,
         }
     }
@@ -122,9 +150,9 @@ impl AttemptError {
     /// A transport failure: no HTTP answer at all.
     pub(crate) fn transport(error: &reqwest::Error) -> AttemptError {
         let kind = if error.is_timeout() {
-            Kind::Timeout
+            ErrorKind::Timeout
         } else {
-            Kind::Connection
+            ErrorKind::Connection
         };
         AttemptError::new(kind, error_chain(error))
     }
@@ -145,23 +173,23 @@ impl AttemptError {
             .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned))
             .unwrap_or_default();
         let kind = match status {
-            400 | 413 | 422 if is_context_window_message(body) => Kind::ContextWindowExceeded,
-            413 => Kind::ContextWindowExceeded,
-            400 | 422 => Kind::BadRequest,
-            401 => Kind::Authentication,
-            403 => Kind::PermissionDenied,
-            404 => Kind::NotFound,
-            408 => Kind::Timeout,
-            429 => Kind::RateLimit,
-            503 => Kind::ServiceUnavailable,
-            504 => Kind::Timeout,
-            500..=599 => Kind::InternalServer,
-            _ => Kind::Api,
+            400 | 413 | 422 if is_context_window_message(body) => ErrorKind::ContextWindowExceeded,
+            413 => ErrorKind::ContextWindowExceeded,
+            400 | 422 => ErrorKind::BadRequest,
+            401 => ErrorKind::Authentication,
+            403 => ErrorKind::PermissionDenied,
+            404 => ErrorKind::NotFound,
+            408 => ErrorKind::Timeout,
+            429 => ErrorKind::RateLimit,
+            503 => ErrorKind::ServiceUnavailable,
+            504 => ErrorKind::Timeout,
+            500..=599 => ErrorKind::InternalServer,
+            _ => ErrorKind::Api,
         };
         let mut error = AttemptError::new(kind, message);
         error.retry_after = retry_after;
         // OpenAI answers an exhausted quota with 429: waiting does not refill it.
-        if kind == Kind::RateLimit
+        if kind == ErrorKind::RateLimit
             && (code == "insufficient_quota" || body.contains("insufficient_quota"))
         {
             error.retryable = false;
@@ -176,7 +204,7 @@ impl AttemptError {
             self.message
         };
         LlmError::Failed {
-            kind: self.kind.name().to_owned(),
+            kind: self.kind,
             message,
         }
     }
@@ -184,7 +212,7 @@ impl AttemptError {
 
 impl std::fmt::Display for AttemptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.kind.name(), self.message)
+        write!(f, "{}: {}", self.kind, self.message)
     }
 }
 

@@ -107,18 +107,32 @@ impl Metrics {
         }
     }
 
-    /// The whole metrics as OpenHands' `Metrics.get()` JSON.
+    /// The metrics as OpenHands' `Metrics.get()` JSON (the shape of an action's
+    /// `llm_metrics`).
     pub fn to_json(&self) -> Value {
-        self.json_with(
-            self.costs.iter(),
-            self.response_latencies.iter(),
-            self.token_usages.iter(),
-        )
+        let costs: Vec<Value> = self
+            .costs
+            .iter()
+            .map(|c| json!({"model": c.model, "cost": c.cost, "timestamp": c.timestamp}))
+            .collect();
+        let latencies: Vec<Value> = self
+            .response_latencies
+            .iter()
+            .map(|l| json!({"model": l.model, "latency": l.latency, "response_id": l.response_id}))
+            .collect();
+        let usages: Vec<Value> = self.token_usages.iter().map(TokenUsage::to_json).collect();
+        json!({
+            "accumulated_cost": self.accumulated_cost,
+            "accumulated_token_usage": self.accumulated_token_usage.to_json(),
+            "costs": costs,
+            "response_latencies": latencies,
+            "token_usages": usages,
+        })
     }
 
-    /// Adds one call; answers the JSON for that call's action: accumulated totals, and lists
-    /// holding only this call's entries.
-    pub(crate) fn record(&mut self, call: CallMetrics) -> Value {
+    /// Adds one call; answers the metrics for that call's action: the accumulated totals, and
+    /// lists holding only this call's entries.
+    pub(crate) fn record(&mut self, call: CallMetrics) -> Metrics {
         let usage = call.usage;
         let total = &mut self.accumulated_token_usage;
         total.prompt_tokens += usage.prompt_tokens;
@@ -138,35 +152,18 @@ impl Metrics {
             latency: call.latency.as_secs_f64(),
             response_id: usage.response_id.clone(),
         };
-        let json = self.json_with([&cost], [&latency], [&usage]);
+        let this_call = Metrics {
+            model_name: self.model_name.clone(),
+            accumulated_cost: self.accumulated_cost,
+            accumulated_token_usage: self.accumulated_token_usage.clone(),
+            costs: vec![cost.clone()],
+            response_latencies: vec![latency.clone()],
+            token_usages: vec![usage.clone()],
+        };
         self.costs.push(cost);
         self.response_latencies.push(latency);
         self.token_usages.push(usage);
-        json
-    }
-
-    fn json_with<'a>(
-        &self,
-        costs: impl IntoIterator<Item = &'a Cost>,
-        latencies: impl IntoIterator<Item = &'a ResponseLatency>,
-        usages: impl IntoIterator<Item = &'a TokenUsage>,
-    ) -> Value {
-        let costs: Vec<Value> = costs
-            .into_iter()
-            .map(|c| json!({"model": c.model, "cost": c.cost, "timestamp": c.timestamp}))
-            .collect();
-        let latencies: Vec<Value> = latencies
-            .into_iter()
-            .map(|l| json!({"model": l.model, "latency": l.latency, "response_id": l.response_id}))
-            .collect();
-        let usages: Vec<Value> = usages.into_iter().map(TokenUsage::to_json).collect();
-        json!({
-            "accumulated_cost": self.accumulated_cost,
-            "accumulated_token_usage": self.accumulated_token_usage.to_json(),
-            "costs": costs,
-            "response_latencies": latencies,
-            "token_usages": usages,
-        })
+        this_call
     }
 }
 

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 pub use config::{DEFAULT_BASE_URL, LlmConfig, Price, ToolCalling};
-pub use error::LlmError;
-use error::{AttemptError, Kind};
+use error::AttemptError;
+pub use error::{ErrorKind, LlmError};
 pub use metrics::{Cost, Metrics, ResponseLatency, TokenUsage};
 pub use protocol::llm::{
     ChatRequest, ChatResponse, Content, ContentPart, FunctionCall, FunctionDef, Message, Role,
@@ -49,10 +49,10 @@ pub struct Completion {
     /// The whole response (in prompted mode, with the message replaced by the native form):
     /// `model_response` of the actions' `ToolCallMetadata`.
     pub response: ChatResponse,
-    /// The metrics for `llm_metrics` of the actions, in OpenHands' `Metrics` shape: the
-    /// accumulated cost and token usage after this call, and lists (`costs`,
-    /// `response_latencies`, `token_usages`) holding only this call's entries.
-    pub metrics: Value,
+    /// The metrics for the actions: the accumulated cost and token usage after this call, and
+    /// lists (`costs`, `response_latencies`, `token_usages`) holding only this call's entries.
+    /// [`Metrics::to_json`] makes an action's `llm_metrics` of them.
+    pub metrics: Metrics,
 }
 
 /// What the retry listener is told before each wait.
@@ -262,7 +262,7 @@ impl Llm {
         let prompted = self.tool_calling() == ToolCalling::Prompted && !tools.is_empty();
         let request = self.request(&messages, tools);
         let body = serde_json::to_vec(&request).map_err(|e| LlmError::Failed {
-            kind: Kind::Api.name().to_owned(),
+            kind: ErrorKind::Api,
             message: format!("cannot encode the request: {e}"),
         })?;
         let body = Bytes::from(body);
@@ -430,7 +430,7 @@ impl Llm {
         }
         let raw: Value = serde_json::from_str(&text).map_err(|e| {
             let mut error = AttemptError::new(
-                Kind::Api,
+                ErrorKind::Api,
                 format!(
                     "the answer is not JSON ({e}): {}",
                     error::truncate(text.trim(), 300)
@@ -451,7 +451,7 @@ impl Llm {
         }
         let response: ChatResponse = serde_json::from_value(raw.clone()).map_err(|e| {
             let mut error = AttemptError::new(
-                Kind::Api,
+                ErrorKind::Api,
                 format!("the answer is not a chat completion: {e}"),
             );
             error.retryable = true;
@@ -459,7 +459,7 @@ impl Llm {
         })?;
         let Some(choice) = response.choices.first() else {
             return Err(AttemptError::new(
-                Kind::NoResponse,
+                ErrorKind::NoResponse,
                 "the response has no choices",
             ));
         };
@@ -470,7 +470,7 @@ impl Llm {
             .is_some_and(|c| !c.is_empty());
         if !has_calls && text_of(choice.message.content.as_ref()).trim().is_empty() {
             return Err(AttemptError::new(
-                Kind::NoResponse,
+                ErrorKind::NoResponse,
                 "the model's answer is empty",
             ));
         }

@@ -8,7 +8,8 @@
 //!
 //! - an agent action that came from a tool call waits for its results: the assistant message
 //!   of its model response (the response's text and *all* its tool calls, rebuilt from
-//!   `tool_call_metadata.model_response`) is emitted once every call of that response has its
+//!   `tool_call_metadata.model_response`, which is decoded once per action and kept while the
+//!   action is in view, see `responses.rs`) is emitted once every call of that response has its
 //!   result, directly followed by the results (`role=tool`) in the order of the calls, so a
 //!   response with calls still running never reaches the model half-answered;
 //! - an observation with tool metadata becomes that `role=tool` result; one without becomes a
@@ -34,6 +35,7 @@ use protocol::{
 };
 use sandbox_common::{MAX_OBSERVATION_CHARS, TRUNCATION_NOTICE, truncate_middle};
 
+use super::responses::DecodedResponses;
 use super::tokens;
 use super::view::{View, is_user_message};
 
@@ -55,6 +57,8 @@ pub struct ConversationMemory {
     pub max_message_chars: Option<usize>,
     /// The system prompt, for a history without a `system` action.
     pub system_prompt: Option<String>,
+    /// The model responses of the last view's tool calls, decoded once.
+    responses: DecodedResponses,
 }
 
 impl Default for ConversationMemory {
@@ -63,6 +67,7 @@ impl Default for ConversationMemory {
             vision: false,
             max_message_chars: Some(DEFAULT_MAX_MESSAGE_CHARS),
             system_prompt: None,
+            responses: DecodedResponses::default(),
         }
     }
 }
@@ -80,6 +85,7 @@ enum ActionRoute {
 impl ConversationMemory {
     /// The messages for `view`, ready for [`crate::llm::Llm::completion`].
     pub fn process_events(&self, view: &View) -> Vec<Message> {
+        self.responses.retain_view(view.events());
         let mut events: Vec<&Event> = view.iter().collect();
         let has_system = events.iter().any(|e| is_system(e));
         let mut messages = Vec::with_capacity(events.len() + 2);
@@ -232,7 +238,7 @@ impl ConversationMemory {
                     Role::Assistant
                 };
                 let mut text = args.thought.clone();
-                if let Some(response) = meta.as_ref().and_then(parse_response) {
+                if let Some(response) = meta.as_ref().and_then(|m| self.responses.get(action, m)) {
                     let content = response_text(&response);
                     if !content.is_empty() && content != text {
                         text = if text.is_empty() {
@@ -253,7 +259,8 @@ impl ConversationMemory {
             ))),
             (ActionKind::Recall(_) | ActionKind::Reject(_), _) => ActionRoute::Skip,
             (_, Some(meta)) => {
-                let (key, message) = assistant_message(meta);
+                let response = self.responses.get(action, meta);
+                let (key, message) = assistant_message(meta, response.as_deref());
                 ActionRoute::Pending { key, message }
             }
             (kind, None) => {
@@ -650,17 +657,6 @@ fn is_system(event: &Event) -> bool {
     matches!(event, Event::Action(a) if matches!(a.kind, ActionKind::System(_)))
 }
 
-fn parse_response(meta: &ToolCallMetadata) -> Option<ChatResponse> {
-    match serde_json::from_value::<ChatResponse>(meta.model_response.clone()) {
-        Ok(response) if !response.choices.is_empty() => Some(response),
-        Ok(_) => None,
-        Err(error) => {
-            tracing::warn!(%error, call = %meta.tool_call_id, "unreadable model response in tool call metadata");
-            None
-        }
-    }
-}
-
 /// The text of a response's first choice, trimmed of nothing.
 fn response_text(response: &ChatResponse) -> String {
     response
@@ -695,9 +691,13 @@ pub(crate) fn response_key(meta: &ToolCallMetadata) -> String {
     }
 }
 
-/// The key of the model response behind a tool call ([`response_key`]) and the assistant message that made the call: the response's text, when it has
-/// any, and all its tool calls.
-pub(crate) fn assistant_message(meta: &ToolCallMetadata) -> (String, Message) {
+/// The key of the model response behind a tool call ([`response_key`]) and the assistant
+/// message that made the call: the text of `response` (the call's decoded model response),
+/// when it has any, and all its tool calls.
+fn assistant_message(
+    meta: &ToolCallMetadata,
+    response: Option<&ChatResponse>,
+) -> (String, Message) {
     let own_call = || ToolCall {
         id: meta.tool_call_id.clone(),
         kind: "function".to_string(),
@@ -706,7 +706,7 @@ pub(crate) fn assistant_message(meta: &ToolCallMetadata) -> (String, Message) {
             arguments: "{}".to_string(),
         },
     };
-    let Some(response) = parse_response(meta) else {
+    let Some(response) = response else {
         let message = Message {
             content: None,
             tool_calls: Some(vec![own_call()]),
@@ -714,7 +714,7 @@ pub(crate) fn assistant_message(meta: &ToolCallMetadata) -> (String, Message) {
         };
         return (response_key(meta), message);
     };
-    let text = response_text(&response);
+    let text = response_text(response);
     let mut calls = response
         .choices
         .first()

@@ -580,3 +580,67 @@ fn event_tokens_bound_the_conversations_estimate() {
         memory.view_tokens(&view)
     );
 }
+
+/// A step must not re-parse the history's model responses: each tool-call action's response
+/// is decoded when it first comes into view, kept across steps (the same decoded value), and
+/// dropped once a condensation forgets the action.
+#[test]
+fn model_responses_are_decoded_once_and_kept_while_in_view() {
+    let stream = opened();
+    let first = response("r1", Some("listing"), &[("c1", "execute_bash", "{}")]);
+    let ls = stream
+        .add(
+            run("ls", Some(metadata(&first, "c1", "execute_bash"))),
+            EventSource::Agent,
+        )
+        .unwrap();
+    stream
+        .add(
+            run_output(
+                "ls",
+                "a b",
+                Some(metadata(&first, "c1", "execute_bash")),
+                ls.id(),
+            ),
+            EventSource::Environment,
+        )
+        .unwrap();
+    let memory = ConversationMemory::default();
+    let before = messages_of(&stream, &memory);
+    assert_eq!(memory.responses.len(), 1);
+    let Event::Action(action) = &*ls else {
+        panic!("not an action")
+    };
+    let meta = action.tool_call_metadata.as_ref().unwrap();
+    let kept = memory.responses.get(action, meta).unwrap();
+
+    let second = response("r2", None, &[("c2", "execute_bash", "{}")]);
+    stream
+        .add(
+            run("pwd", Some(metadata(&second, "c2", "execute_bash"))),
+            EventSource::Agent,
+        )
+        .unwrap();
+    let after = messages_of(&stream, &memory);
+    assert_eq!(after[..before.len()], before[..]);
+    assert_eq!(memory.responses.len(), 2);
+    assert!(std::sync::Arc::ptr_eq(
+        &kept,
+        &memory.responses.get(action, meta).unwrap()
+    ));
+
+    // Forgotten by a condensation: no longer kept.
+    stream
+        .add(
+            Action::from(ActionKind::Condensation(
+                protocol::action::CondensationArgs {
+                    forgotten_event_ids: Some(vec![ls.id().unwrap()]),
+                    ..Default::default()
+                },
+            )),
+            EventSource::Agent,
+        )
+        .unwrap();
+    messages_of(&stream, &memory);
+    assert_eq!(memory.responses.len(), 1);
+}

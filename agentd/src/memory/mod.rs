@@ -18,6 +18,7 @@
 
 pub mod condenser;
 pub mod conversation;
+mod responses;
 pub mod tokens;
 pub mod view;
 

@@ -9,11 +9,11 @@ use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::death::{SandboxDeath, record_death};
 use super::docker::image;
 use super::docker::labels::Owner;
 use super::docker::{DockerError, DockerRuntime, Sandbox};
-use super::sandbox::record_death;
-use super::{RuntimeConfig, RuntimeError, SandboxDeath};
+use super::{RuntimeConfig, RuntimeError};
 
 /// Longest wait for the removal of a container dropped without [`ContainerSandbox::close`].
 const DROP_REMOVAL_TIMEOUT: Duration = Duration::from_secs(30);

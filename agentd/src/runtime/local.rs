@@ -27,9 +27,9 @@ use nix::unistd::Pid;
 use sandbox_common::{ProcStat, random_hex};
 use tokio::sync::{oneshot, watch};
 
+use super::death::{SandboxDeath, record_death};
 use super::docker::image::default_sandboxd_binary;
-use super::sandbox::record_death;
-use super::{RuntimeConfig, RuntimeError, SandboxDeath};
+use super::{RuntimeConfig, RuntimeError};
 
 /// The variable that marks every process of one local sandbox.
 const MARKER_VAR: &str = "AGENTD_SANDBOX";

@@ -6,8 +6,20 @@
 //! A [`Runtime`] owns what it started: [`Runtime::close`] stops it, and dropping a runtime
 //! without closing it (an early return, a panic) still kills the local process group or removes
 //! the container.
+//!
+//! A runnable action's observation gets its tool-call metadata in one place:
+//! [`Runtime::execute`] keeps the action, sends sandboxd the action without its
+//! `tool_call_metadata` (nor `llm_metrics`), and puts the kept action's metadata on the
+//! observation, for every runtime and every answer (sandboxd's observation or an error made
+//! here). sandboxd's echo of the metadata it is sent stays in the wire protocol for other
+//! clients; agentd does not ship the model's response with every action only to get it back.
+//!
+//! Inside: `sandbox` (the [`Runtime`]) uses `local`, `container` (over [`docker`]) and
+//! `remote`; `local` and `container` record a death, and `sandbox` answers with it, through
+//! `death` ([`SandboxDeath`], `record_death`), which uses none of them.
 
 mod container;
+mod death;
 pub mod docker;
 mod local;
 mod remote;
@@ -18,7 +30,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use sandbox::{Runtime, SandboxDeath};
+pub use death::SandboxDeath;
+pub use sandbox::Runtime;
 
 /// Where a [`Runtime`]'s sandbox runs.
 #[derive(

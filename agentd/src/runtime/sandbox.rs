@@ -2,12 +2,19 @@
 //! become observations. Every failure, including a sandbox that died, is answered with an
 //! `error` observation, so the agent's event stream always gets an answer for each action.
 //!
+//! **Tool-call metadata stays on the host.** An agent action carries `tool_call_metadata`
+//! (the call's id and the model's whole response) and `llm_metrics`; sandboxd needs neither to
+//! run it. [`Runtime::execute`] sends sandboxd the action without them, and stamps the
+//! observation with the kept action's `tool_call_metadata` (and `cause`), whatever the answer
+//! was: sandboxd's own observation, or an error made here. That is the one place the
+//! observation of a runnable action gets its metadata in agentd. (sandboxd still echoes the
+//! metadata it is sent, for other clients of the wire protocol; agentd sends it none, so a
+//! request does not grow with the model's response.)
+//!
 //! A sandbox's death is a value on a watch channel: the local waiter thread or the container
 //! watcher puts it there the moment sandboxd exits, and every pending [`Runtime::execute`]
 //! selects on it, so a dead sandbox answers at once instead of at the HTTP deadline.
 
-use std::borrow::Cow;
-use std::fmt;
 use std::time::Duration;
 
 use client::{ClientError, SandboxClient};
@@ -17,48 +24,13 @@ use protocol::{Action, ActionKind, Observation, ObservationKind};
 use tokio::sync::watch;
 
 use super::container::ContainerSandbox;
+use super::death::SandboxDeath;
 use super::local::LocalSandbox;
 use super::{RuntimeConfig, RuntimeError, RuntimeKind, error_id, local, remote};
 
 /// How long a failed request waits for the death notice before calling the sandbox merely
 /// unreachable (the connection usually breaks a moment before the exit is seen).
 const CONFIRM_DEATH: Duration = Duration::from_secs(2);
-
-/// How a sandbox died.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxDeath {
-    /// One line for the agent and the user: `sandboxd was killed by SIGKILL`, `the container
-    /// exited with status 137 (out of memory)`.
-    pub summary: String,
-    /// The sandbox's last output (sandboxd's stderr, the container's log), for people.
-    pub detail: String,
-}
-
-impl fmt::Display for SandboxDeath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.summary)?;
-        let detail = self.detail.trim_end();
-        if !detail.is_empty() {
-            write!(f, "\n--- last output ---\n{detail}")?;
-        }
-        Ok(())
-    }
-}
-
-/// Records a death unless one is recorded already; says whether this one was.
-pub(super) fn record_death(
-    death: &watch::Sender<Option<SandboxDeath>>,
-    summary: String,
-    detail: String,
-) -> bool {
-    death.send_if_modified(|current| {
-        if current.is_some() {
-            return false;
-        }
-        *current = Some(SandboxDeath { summary, detail });
-        true
-    })
-}
 
 /// A sandbox that runs actions. Start it with [`Runtime::start`], end it with
 /// [`Runtime::close`]; dropping it also ends what it started (blocking briefly).
@@ -238,8 +210,9 @@ impl Runtime {
     /// Runs `action` in the sandbox. Never fails: a non-runnable action, a sandbox that
     /// refuses, times out, cannot be reached or died (before or during the action) each give an
     /// `error` observation saying so (its `error_id` is one of [`error_id`]). The observation's
-    /// `cause` is `action.id` and its `tool_call_metadata` the action's; `id` and `source` are
-    /// left for the event stream to set.
+    /// `cause` is `action.id` and its `tool_call_metadata` the action's, set here (sandboxd is
+    /// not sent the metadata: see the module documentation); `id` and `source` are left for the
+    /// event stream to set.
     ///
     /// As OpenHands does, an action without a timeout gets the configured default, a rejected
     /// one a `user_rejected` observation, and one awaiting confirmation a `null` observation
@@ -279,22 +252,15 @@ impl Runtime {
         if let Some(death) = self.death() {
             return died(&death);
         }
-        let action = match (action.timeout, self.default_timeout) {
-            (None, Some(timeout)) => {
-                let mut with_timeout = action.clone();
-                with_timeout.timeout = Some(timeout);
-                Cow::Owned(with_timeout)
-            }
-            _ => Cow::Borrowed(action),
-        };
+        let request = request(action, self.default_timeout);
         let result = tokio::select! {
             biased;
             death = self.died() => return died(&death),
-            result = self.client.execute(&action) => result,
+            result = self.client.execute(&request) => result,
         };
         match result {
             Ok(observation) => observation,
-            Err(e) => self.failed(&action, e).await,
+            Err(e) => self.failed(&request, e).await,
         }
     }
 
@@ -375,6 +341,22 @@ async fn close_backend(backend: Backend) -> Result<(), RuntimeError> {
     }
 }
 
+/// What sandboxd is sent for `action`: the action without its host-side records
+/// (`tool_call_metadata`, `llm_metrics`), with `default_timeout` when it has no timeout.
+fn request(action: &Action, default_timeout: Option<f64>) -> Action {
+    Action {
+        id: action.id,
+        timestamp: action.timestamp.clone(),
+        source: action.source,
+        message: action.message.clone(),
+        cause: action.cause,
+        kind: action.kind.clone(),
+        tool_call_metadata: None,
+        llm_metrics: None,
+        timeout: action.timeout.or(default_timeout),
+    }
+}
+
 /// The action's confirmation state (only commands and cells have one).
 fn confirmation_state(action: &Action) -> ConfirmationState {
     match &action.kind {
@@ -439,11 +421,34 @@ mod tests {
     }
 
     #[test]
-    fn the_first_death_is_kept() {
-        let (death, _) = watch::channel(None);
-        assert!(record_death(&death, "first".into(), String::new()));
-        assert!(!record_death(&death, "second".into(), String::new()));
-        assert_eq!(death.borrow().as_ref().unwrap().summary, "first");
+    fn sandboxd_is_sent_the_action_without_its_host_records() {
+        let mut action = Action::from(ActionKind::Run(CmdRunArgs::new("ls")));
+        action.id = Some(4);
+        action.tool_call_metadata = Some(protocol::ToolCallMetadata {
+            function_name: "execute_bash".into(),
+            tool_call_id: "call_4".into(),
+            model_response: serde_json::json!({"id": "resp", "choices": []}),
+            total_calls_in_response: 1,
+        });
+        action.llm_metrics = Some(serde_json::json!({"accumulated_cost": 0.5}));
+        let sent = request(&action, Some(120.0));
+        assert_eq!(sent.tool_call_metadata, None);
+        assert_eq!(sent.llm_metrics, None);
+        assert_eq!(sent.timeout, Some(120.0));
+        assert_eq!(
+            sent,
+            Action {
+                tool_call_metadata: None,
+                llm_metrics: None,
+                timeout: Some(120.0),
+                ..action.clone()
+            }
+        );
+        action.timeout = Some(5.0);
+        assert_eq!(request(&action, Some(120.0)).timeout, Some(5.0));
+        assert_eq!(request(&action, None).timeout, Some(5.0));
+        action.timeout = None;
+        assert_eq!(request(&action, None).timeout, None);
     }
 
     #[test]

@@ -1,13 +1,20 @@
 //! The remote runtime: a sandboxd started here, as someone else would, reached by URL and key.
 
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentd::agent::ScriptedAgent;
 use agentd::runtime::{Runtime, RuntimeConfig, RuntimeError, RuntimeKind, error_id};
-
+use agentd::session::{self, RunSpec};
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use protocol::{Event, ObservationKind};
 use testkit::Daemon;
 
-use crate::common::{error_id_of, live, local_sandboxd, run, sh};
+use crate::common::{error_id_of, live, local_sandboxd, metadata, run, sh};
 
 const KEY: &str = "remote-sekret";
 
@@ -131,4 +138,153 @@ async fn a_remote_sandbox_that_never_answers_times_out() {
     .unwrap_err();
     assert!(matches!(err, RuntimeError::StartTimeout { .. }), "{err}");
     assert!(err.to_string().contains("did not become ready"), "{err}");
+}
+
+/// An HTTP proxy on `127.0.0.1:0` in front of a sandboxd that records every request body, so
+/// a test can see what agentd sends.
+struct RecordingProxy {
+    url: String,
+    /// (path, body) of every request, in order.
+    recorded: Arc<Mutex<Vec<(String, Bytes)>>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Clone)]
+struct Upstream {
+    target: String,
+    http: reqwest::Client,
+    recorded: Arc<Mutex<Vec<(String, Bytes)>>>,
+}
+
+impl RecordingProxy {
+    async fn start(target: &str) -> RecordingProxy {
+        let recorded = Arc::new(Mutex::new(Vec::new()));
+        let upstream = Upstream {
+            target: target.trim_end_matches('/').to_string(),
+            http: reqwest::Client::new(),
+            recorded: recorded.clone(),
+        };
+        let app = axum::Router::new().fallback(forward).with_state(upstream);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        RecordingProxy {
+            url,
+            recorded,
+            server,
+        }
+    }
+
+    /// The recorded bodies of requests to `path`.
+    fn bodies(&self, path: &str) -> Vec<serde_json::Value> {
+        self.recorded
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, body)| serde_json::from_slice(body).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for RecordingProxy {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn forward(State(upstream): State<Upstream>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    let path = parts.uri.path().to_string();
+    upstream
+        .recorded
+        .lock()
+        .unwrap()
+        .push((path.clone(), body.clone()));
+    let query = parts
+        .uri
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
+    let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes()).unwrap();
+    let mut sent = upstream
+        .http
+        .request(method, format!("{}{path}{query}", upstream.target))
+        .body(body);
+    for (name, value) in &parts.headers {
+        if name != "host" && name != "content-length" {
+            sent = sent.header(name.as_str(), value.as_bytes());
+        }
+    }
+    let answer = sent.send().await.unwrap();
+    let status = StatusCode::from_u16(answer.status().as_u16()).unwrap();
+    let content_type = answer
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let body = answer.bytes().await.unwrap();
+    (status, [("content-type", content_type)], body.to_vec()).into_response()
+}
+
+/// Regression: agentd sent every action's `tool_call_metadata` (with the model's whole
+/// response) to sandboxd, only to have it stamped back on the observation. The request now
+/// carries none, and the observation in the session's event stream still has the action's.
+#[tokio::test]
+async fn tool_call_metadata_is_not_sent_to_sandboxd_but_is_on_the_observation() {
+    let sandboxd = Sandboxd::start();
+    let proxy = RecordingProxy::start(sandboxd.daemon.url()).await;
+    let sessions = tempfile::tempdir().unwrap();
+    let spec = RunSpec {
+        session_id: "metadata".to_string(),
+        sessions_dir: sessions.path().to_path_buf(),
+        task: Some("say hi".to_string()),
+        resume: false,
+        agent: Box::new(ScriptedAgent::new([run(1, "echo hi")])),
+        runtime: RuntimeConfig {
+            remote_url: Some(proxy.url.clone()),
+            ..sandboxd.config(Some(KEY))
+        },
+        max_iterations: 10,
+        max_budget: None,
+        stop_on_signals: false,
+    };
+    let outcome = session::run(spec, |_| {}).await.unwrap();
+    assert!(outcome.finished(), "{:?}", outcome.state);
+
+    let sent = proxy.bodies("/execute_action");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["action"]["action"], "run", "{}", sent[0]);
+    assert_eq!(sent[0]["action"]["args"]["command"], "echo hi");
+    assert!(
+        sent[0]["action"].get("tool_call_metadata").is_none(),
+        "the request carries tool_call_metadata: {}",
+        sent[0]
+    );
+
+    let events = outcome.stream.all();
+    let action_id = events
+        .iter()
+        .find_map(|e| match &**e {
+            Event::Action(a) if a.tool_call_metadata.is_some() => a.id,
+            _ => None,
+        })
+        .unwrap();
+    let observation = events
+        .iter()
+        .find_map(|e| match &**e {
+            Event::Observation(o) if o.cause == Some(action_id) => Some(o.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        matches!(observation.kind, ObservationKind::Run(_)),
+        "{observation:?}"
+    );
+    assert_eq!(observation.content.trim(), "hi");
+    assert_eq!(observation.tool_call_metadata, Some(metadata(1)));
 }

@@ -15,20 +15,17 @@ use std::collections::VecDeque;
 use protocol::action::{EmptyArgs, SystemMessageArgs};
 use protocol::{Action, ActionKind};
 
-use super::{Agent, AgentError, StepFuture};
-use crate::controller::State;
+use super::{Agent, AgentError, Step, StepFuture};
 use crate::events::EventStream;
 use crate::llm::{Llm, LlmError, Tool};
 use crate::memory::{
     Condensed, Condenser, CondenserConfig, CondenserError, ConversationMemory, View,
 };
+use crate::state::State;
 use tools::ToolSet;
 
 /// The system prompt, unless the settings give another.
 pub const SYSTEM_PROMPT: &str = include_str!("system_prompt.md");
-
-/// The error type name under which a prompt too long for the model is reported.
-const CONTEXT_WINDOW_EXCEEDED: &str = "ContextWindowExceededError";
 
 /// How the CodeAct agent works.
 #[derive(Debug, Clone, Default)]
@@ -64,11 +61,9 @@ impl CodeActAgent {
         let system_prompt = config
             .system_prompt
             .unwrap_or_else(|| SYSTEM_PROMPT.to_string());
-        let memory = ConversationMemory {
-            vision: llm.vision(),
-            system_prompt: Some(system_prompt.clone()),
-            ..ConversationMemory::default()
-        };
+        let mut memory = ConversationMemory::default();
+        memory.vision = llm.vision();
+        memory.system_prompt = Some(system_prompt.clone());
         let condenses = config.condenser != CondenserConfig::NoOp;
         Ok(CodeActAgent {
             condenser: config.condenser.build(Some(llm.clone()))?,
@@ -91,13 +86,13 @@ impl CodeActAgent {
         &mut self,
         state: &State,
         history: &EventStream,
-    ) -> Result<Action, AgentError> {
+    ) -> Result<Step, AgentError> {
         let events = history.range(state.start_id, None);
         if !std::mem::replace(&mut self.checked_history, true) {
             self.pending.extend(unplayed_calls(&events));
         }
         if let Some(action) = self.pending.pop_front() {
-            return Ok(action);
+            return Ok(action.into());
         }
         let view = View::from_events(&events);
         let view = match self
@@ -106,7 +101,7 @@ impl CodeActAgent {
             .await
             .map_err(condenser_error)?
         {
-            Condensed::Condensation(action) => return Ok(*action),
+            Condensed::Condensation(action) => return Ok((*action).into()),
             Condensed::View(view) => view,
         };
         let messages = self.memory.process_events(&view);
@@ -114,11 +109,9 @@ impl CodeActAgent {
             Ok(completion) => completion,
             // The prompt no longer fits: ask the condenser to forget (as the reference does),
             // when there is one that can.
-            Err(LlmError::Failed { kind, .. })
-                if kind == CONTEXT_WINDOW_EXCEEDED && self.condenses =>
-            {
+            Err(e) if e.is_context_window_exceeded() && self.condenses => {
                 tracing::warn!("the prompt exceeds the model's context window; condensing");
-                return Ok(Action::from(ActionKind::CondensationRequest(EmptyArgs {})));
+                return Ok(Action::from(ActionKind::CondensationRequest(EmptyArgs {})).into());
             }
             Err(e) => return Err(llm_error(e)),
         };
@@ -127,12 +120,20 @@ impl CodeActAgent {
                 kind: "LLMResponseError".to_string(),
                 message: format!("cannot record the model's response: {e}"),
             })?;
-        let actions =
-            actions::response_to_actions(&completion.message, &response, Some(completion.metrics))?;
+        let actions = actions::response_to_actions(
+            &completion.message,
+            &response,
+            Some(completion.metrics.to_json()),
+        )?;
         self.pending.extend(actions);
-        self.pending
+        let action = self
+            .pending
             .pop_front()
-            .ok_or_else(|| AgentError::Malformed("The response held no action.".to_string()))
+            .ok_or_else(|| AgentError::Malformed("The response held no action.".to_string()))?;
+        Ok(Step {
+            action,
+            accumulated_cost: Some(completion.metrics.accumulated_cost),
+        })
     }
 }
 
@@ -223,7 +224,10 @@ fn unplayed_calls(events: &[std::sync::Arc<protocol::Event>]) -> Vec<Action> {
 fn llm_error(error: LlmError) -> AgentError {
     match error {
         LlmError::ToolCallFormat(text) => AgentError::Malformed(text),
-        LlmError::Failed { kind, message } => AgentError::Fatal { kind, message },
+        LlmError::Failed { kind, message } => AgentError::Fatal {
+            kind: kind.name().to_string(),
+            message,
+        },
     }
 }
 
@@ -274,7 +278,7 @@ mod tests {
         let mut agent = CodeActAgent::new(llm, CodeActConfig::default()).unwrap();
         let state = State::new("s", 10, None);
         for (id, command) in [("b", "echo 2"), ("c", "echo 3")] {
-            let action = agent.step(&state, &history).await.unwrap();
+            let action = agent.step(&state, &history).await.unwrap().action;
             let ActionKind::Run(run) = &action.kind else {
                 panic!("{action:?}")
             };

@@ -2,6 +2,10 @@
 //! spent. The controller saves it as `state.json` in the session directory after every step and
 //! every state change, so a killed agentd can resume where it stopped; the history itself is
 //! the event stream, not part of this file.
+//!
+//! It lives below both the [`controller`](crate::controller), which owns and saves it, and the
+//! [`agent`](crate::agent)s, which read it on every step: neither module depends on the other
+//! for it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
