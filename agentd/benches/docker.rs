@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use agentd::runtime::docker::config::DEFAULT_BASE_IMAGE;
 use agentd::runtime::docker::image::{self, ContextFile, ensure_sandbox_image};
-use agentd::runtime::docker::{DockerRuntime, SandboxConfig};
+use agentd::runtime::docker::{DockerHost, SandboxConfig};
 
 const RUNS: usize = 10;
 
@@ -32,7 +32,7 @@ async fn main() {
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
         });
-    let docker = DockerRuntime::connect().unwrap();
+    let docker = DockerHost::connect().unwrap();
     let image = ensure_sandbox_image(docker.docker(), &base, &sandboxd, |_| {})
         .await
         .unwrap()
@@ -92,7 +92,7 @@ async fn main() {
         .output();
 }
 
-async fn sandbox_round(docker: &DockerRuntime, config: &SandboxConfig) -> Duration {
+async fn sandbox_round(docker: &DockerHost, config: &SandboxConfig) -> Duration {
     let started = Instant::now();
     let sandbox = docker.up(config, None).await.unwrap();
     let obs = sandbox.client().unwrap().run("true", None).await.unwrap();

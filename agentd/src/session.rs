@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::agent::Agent;
 use crate::controller::{Controller, ControllerConfig, ControllerError, ControllerHandle};
-use crate::events::{EventStream, StoreError};
+use crate::events::{EventLogError, EventStream};
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
 use crate::state::{STATE_FILE, State};
 
@@ -24,7 +24,7 @@ use crate::state::{STATE_FILE, State};
 pub enum SessionError {
     /// The session's event log could not be opened or written.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    EventLog(#[from] EventLogError),
     /// The sandbox could not be started or closed.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),

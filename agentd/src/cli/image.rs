@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentd::runtime::docker::{DockerRuntime, config, image};
+use agentd::runtime::docker::{DockerHost, config, image};
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
@@ -42,7 +42,7 @@ pub struct SandboxdArg {
 }
 
 pub async fn run(command: ImageCommand) -> anyhow::Result<u8> {
-    let docker = DockerRuntime::connect()?;
+    let docker = DockerHost::connect()?;
     match command {
         ImageCommand::Build {
             base,
@@ -54,7 +54,7 @@ pub async fn run(command: ImageCommand) -> anyhow::Result<u8> {
 }
 
 async fn build(
-    docker: &DockerRuntime,
+    docker: &DockerHost,
     base: &str,
     sandboxd: SandboxdArg,
     json: bool,
@@ -72,7 +72,7 @@ async fn build(
     Ok(0)
 }
 
-async fn import(docker: &DockerRuntime, tag: &str, file: PathBuf) -> anyhow::Result<u8> {
+async fn import(docker: &DockerHost, tag: &str, file: PathBuf) -> anyhow::Result<u8> {
     let reader: Box<dyn tokio::io::AsyncRead + Send + Unpin> = if file.as_os_str() == "-" {
         if std::io::stdin().is_terminal() {
             bail!("refusing to read a tarball from a terminal; pass FILE or pipe one in");

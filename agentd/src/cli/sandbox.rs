@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use agentd::runtime::docker::labels::Owner;
 use agentd::runtime::docker::{
-    DockerRuntime, GcPolicy, Limits, Network, Sandbox, SandboxConfig, SandboxUser, config, image,
+    DockerHost, GcPolicy, Limits, Network, SandboxConfig, SandboxContainer, SandboxUser, config,
+    image,
 };
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -115,7 +116,7 @@ pub struct UpArgs {
 }
 
 pub async fn run(command: SandboxCommand) -> anyhow::Result<u8> {
-    let docker = DockerRuntime::connect()?;
+    let docker = DockerHost::connect()?;
     match command {
         SandboxCommand::Up(args) => up(&docker, args).await,
         SandboxCommand::Ls { json } => ls(&docker, json).await,
@@ -130,7 +131,7 @@ pub async fn run(command: SandboxCommand) -> anyhow::Result<u8> {
     }
 }
 
-async fn up(docker: &DockerRuntime, args: UpArgs) -> anyhow::Result<u8> {
+async fn up(docker: &DockerHost, args: UpArgs) -> anyhow::Result<u8> {
     let image = with_build_progress(args.json, async |progress| {
         let sandboxd = args.sandboxd.path.as_deref();
         image::sandbox_image_for(docker.docker(), &args.image, sandboxd, progress).await
@@ -177,7 +178,7 @@ async fn up(docker: &DockerRuntime, args: UpArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn print_sandbox(sandbox: &Sandbox, json: bool) -> anyhow::Result<()> {
+fn print_sandbox(sandbox: &SandboxContainer, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(sandbox)?);
     } else {
@@ -193,7 +194,7 @@ fn print_sandbox(sandbox: &Sandbox, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn ls(docker: &DockerRuntime, json: bool) -> anyhow::Result<u8> {
+async fn ls(docker: &DockerHost, json: bool) -> anyhow::Result<u8> {
     let sandboxes = docker.list().await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&sandboxes)?);
@@ -221,7 +222,7 @@ async fn ls(docker: &DockerRuntime, json: bool) -> anyhow::Result<u8> {
 }
 
 async fn exec(
-    docker: &DockerRuntime,
+    docker: &DockerHost,
     id: &str,
     timeout: Option<f64>,
     json: bool,
@@ -241,7 +242,7 @@ async fn exec(
     Ok(obs.cli_status())
 }
 
-async fn down(docker: &DockerRuntime, ids: Vec<String>) -> anyhow::Result<u8> {
+async fn down(docker: &DockerHost, ids: Vec<String>) -> anyhow::Result<u8> {
     let mut status = 0;
     for id in ids {
         match docker.down(&id).await {
@@ -255,7 +256,7 @@ async fn down(docker: &DockerRuntime, ids: Vec<String>) -> anyhow::Result<u8> {
     Ok(status)
 }
 
-async fn gc(docker: &DockerRuntime, all: bool, json: bool) -> anyhow::Result<u8> {
+async fn gc(docker: &DockerHost, all: bool, json: bool) -> anyhow::Result<u8> {
     let removed = docker.gc(GcPolicy { all }).await?;
     if json {
         println!("{}", serde_json::json!({ "removed": removed }));

@@ -36,7 +36,7 @@ use protocol::{Action, ActionKind, AgentState, Event, EventSource, Observation, 
 use tokio::sync::mpsc;
 
 use crate::agent::{Agent, AgentError, Step, StepFuture};
-use crate::events::{EventStream, StoreError};
+use crate::events::{EventLogError, EventStream};
 use crate::state::{STATE_FILE, State, StateError};
 
 /// The reply a headless run gives when the agent waits for the user (OpenHands'
@@ -116,7 +116,7 @@ pub enum ControllerError {
     /// An event could not be written to the session's log, so the run cannot go on without
     /// losing events; retrying helps only once the disk problem is fixed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    EventLog(#[from] EventLogError),
     /// The state could not be saved or loaded; as above.
     #[error(transparent)]
     State(#[from] StateError),
@@ -395,7 +395,7 @@ impl Controller {
         };
         match outcome {
             StepOutcome::Interrupted(command) => self.on_command(command)?,
-            StepOutcome::Done(Ok(step)) => self.take(step)?,
+            StepOutcome::Done(Ok(step)) => self.record_step(step)?,
             StepOutcome::Done(Err(AgentError::Malformed(text))) => {
                 let mut error =
                     Observation::new(ObservationKind::Error(ErrorExtras::default()), text);
@@ -413,7 +413,7 @@ impl Controller {
     }
 
     /// Puts the agent's action on the stream, counts its cost, and reacts to it.
-    fn take(&mut self, step: Step) -> Result<(), ControllerError> {
+    fn record_step(&mut self, step: Step) -> Result<(), ControllerError> {
         let Step {
             mut action,
             accumulated_cost,

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use protocol::{Event, EventSource};
 use tokio::sync::mpsc;
 
-use store::Store;
-pub use store::StoreError;
+use store::EventLog;
+pub use store::EventLogError;
 
 /// Selects events from a stream (all conditions must hold).
 #[derive(Debug, Clone, Default)]
@@ -52,7 +52,7 @@ pub struct EventStream {
 struct Inner {
     /// Every event, in id order; `events[i]` has id `i`.
     events: Vec<Arc<Event>>,
-    store: Option<Store>,
+    store: Option<EventLog>,
     subscribers: Vec<mpsc::UnboundedSender<Arc<Event>>>,
 }
 
@@ -63,12 +63,12 @@ impl EventStream {
     }
 
     /// Opens the persisted stream in `dir` (created if missing), reading back what it holds.
-    pub fn open(dir: &Path) -> Result<EventStream, StoreError> {
-        let (store, events) = Store::open(dir)?;
+    pub fn open(dir: &Path) -> Result<EventStream, EventLogError> {
+        let (store, events) = EventLog::open(dir)?;
         Ok(EventStream::from_parts(events, Some(store)))
     }
 
-    fn from_parts(events: Vec<Event>, store: Option<Store>) -> EventStream {
+    fn from_parts(events: Vec<Event>, store: Option<EventLog>) -> EventStream {
         EventStream {
             inner: Arc::new(Mutex::new(Inner {
                 events: events.into_iter().map(Arc::new).collect(),
@@ -84,7 +84,7 @@ impl EventStream {
         &self,
         event: impl Into<Event>,
         source: EventSource,
-    ) -> Result<Arc<Event>, StoreError> {
+    ) -> Result<Arc<Event>, EventLogError> {
         let mut event = event.into();
         let mut inner = self.lock();
         let id = inner.events.len() as i64;

@@ -17,7 +17,7 @@ pub const FILE_NAME: &str = "events.jsonl";
 
 /// Errors reading or writing a stream's file.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub enum EventLogError {
     /// The file or its directory could not be read or written.
     #[error("event store {path}: {source}")]
     Io {
@@ -44,17 +44,17 @@ pub enum StoreError {
 
 /// An open `events.jsonl`, positioned for appending.
 #[derive(Debug)]
-pub(super) struct Store {
+pub(super) struct EventLog {
     path: PathBuf,
     file: File,
 }
 
-impl Store {
+impl EventLog {
     /// Opens (or creates) the store in `dir` and reads back its events; a torn last line is
     /// cut off.
-    pub(super) fn open(dir: &Path) -> Result<(Store, Vec<Event>), StoreError> {
+    pub(super) fn open(dir: &Path) -> Result<(EventLog, Vec<Event>), EventLogError> {
         let path = dir.join(FILE_NAME);
-        let io = |source| StoreError::Io {
+        let io = |source| EventLogError::Io {
             path: path.clone(),
             source,
         };
@@ -70,23 +70,28 @@ impl Store {
             tracing::warn!(path = %path.display(), %reason, "cutting off a torn last event");
             file.set_len(good_len).map_err(io)?;
         }
-        Ok((Store { path, file }, events))
+        Ok((EventLog { path, file }, events))
     }
 
     /// Appends one event as a line.
-    pub(super) fn append(&mut self, event: &Event) -> Result<(), StoreError> {
+    pub(super) fn append(&mut self, event: &Event) -> Result<(), EventLogError> {
         let mut line = serde_json::to_vec(event)?;
         line.push(b'\n');
-        self.file.write_all(&line).map_err(|source| StoreError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        self.file
+            .write_all(&line)
+            .map_err(|source| EventLogError::Io {
+                path: self.path.clone(),
+                source,
+            })
     }
 }
 
 /// Reads every complete event. Returns them, the byte length of the good prefix, and why the
 /// tail was torn (if it was).
-fn read_events(file: &File, path: &Path) -> Result<(Vec<Event>, u64, Option<String>), StoreError> {
+fn read_events(
+    file: &File,
+    path: &Path,
+) -> Result<(Vec<Event>, u64, Option<String>), EventLogError> {
     let mut reader = BufReader::new(file);
     let mut events = Vec::new();
     let mut good_len = 0u64;
@@ -96,7 +101,7 @@ fn read_events(file: &File, path: &Path) -> Result<(Vec<Event>, u64, Option<Stri
         line.clear();
         let read = reader
             .read_until(b'\n', &mut line)
-            .map_err(|source| StoreError::Io {
+            .map_err(|source| EventLogError::Io {
                 path: path.to_path_buf(),
                 source,
             })?;
@@ -120,7 +125,7 @@ fn read_events(file: &File, path: &Path) -> Result<(Vec<Event>, u64, Option<Stri
             (Ok(_), false) => return Ok((events, good_len, Some("no final newline".into()))),
             (Err(reason), _) if at_end => return Ok((events, good_len, Some(reason))),
             (Err(reason), _) => {
-                return Err(StoreError::Corrupt {
+                return Err(EventLogError::Corrupt {
                     path: path.to_path_buf(),
                     line: number,
                     reason,
@@ -198,6 +203,9 @@ mod tests {
         assert_ne!(damaged, text);
         std::fs::write(&path, damaged).unwrap();
         let err = EventStream::open(dir.path()).unwrap_err();
-        assert!(matches!(err, StoreError::Corrupt { line: 2, .. }), "{err}");
+        assert!(
+            matches!(err, EventLogError::Corrupt { line: 2, .. }),
+            "{err}"
+        );
     }
 }

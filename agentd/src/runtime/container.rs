@@ -1,5 +1,5 @@
 //! The Docker runtime as a [`super::Runtime`] backend: one container from
-//! [`DockerRuntime::up`], owned by this process (the owner label lets `agentd sandbox gc` remove
+//! [`DockerHost::up`], owned by this process (the owner label lets `agentd sandbox gc` remove
 //! it if agentd is killed), watched for its exit, and removed on close or, best effort, on drop.
 
 use std::time::Duration;
@@ -12,19 +12,19 @@ use tokio::task::JoinHandle;
 use super::death::{SandboxDeath, record_death};
 use super::docker::image;
 use super::docker::labels::Owner;
-use super::docker::{DockerError, DockerRuntime, Sandbox};
+use super::docker::{DockerError, DockerHost, SandboxContainer};
 use super::{RuntimeConfig, RuntimeError};
 
-/// Longest wait for the removal of a container dropped without [`ContainerSandbox::close`].
+/// Longest wait for the removal of a container dropped without [`ContainerBackend::close`].
 const DROP_REMOVAL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Container log lines kept in a death's detail.
 const LOG_LINES: usize = 20;
 
 /// A running sandbox container, removed on drop.
 #[derive(Debug)]
-pub(super) struct ContainerSandbox {
-    docker: DockerRuntime,
-    pub sandbox: Sandbox,
+pub(super) struct ContainerBackend {
+    docker: DockerHost,
+    pub sandbox: SandboxContainer,
     watcher: JoinHandle<()>,
     removed: bool,
 }
@@ -34,8 +34,8 @@ pub(super) struct ContainerSandbox {
 pub(super) async fn start(
     config: &RuntimeConfig,
     death: &watch::Sender<Option<SandboxDeath>>,
-) -> Result<ContainerSandbox, RuntimeError> {
-    let docker = DockerRuntime::connect()?;
+) -> Result<ContainerBackend, RuntimeError> {
+    let docker = DockerHost::connect()?;
     let mut sandbox_config = config.docker.clone();
     if sandbox_config.workspace.is_none() {
         sandbox_config.workspace = match &config.workspace {
@@ -68,7 +68,7 @@ pub(super) async fn start(
         sandbox.id.clone(),
         death.clone(),
     ));
-    Ok(ContainerSandbox {
+    Ok(ContainerBackend {
         docker,
         sandbox,
         watcher,
@@ -76,7 +76,7 @@ pub(super) async fn start(
     })
 }
 
-impl ContainerSandbox {
+impl ContainerBackend {
     /// Asks the engine whether the container still runs; records and returns the death if not.
     /// `None` when it runs or the engine cannot tell.
     pub async fn check(&self, death: &watch::Sender<Option<SandboxDeath>>) -> Option<SandboxDeath> {
@@ -111,7 +111,7 @@ impl ContainerSandbox {
     }
 }
 
-impl Drop for ContainerSandbox {
+impl Drop for ContainerBackend {
     fn drop(&mut self) {
         self.watcher.abort();
         if self.removed {
@@ -147,7 +147,7 @@ fn remove_now(id: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let removal = async {
-            match DockerRuntime::connect()?.down(id).await {
+            match DockerHost::connect()?.down(id).await {
                 Ok(()) | Err(DockerError::NoSuchSandbox(_)) => Ok(()),
                 Err(e) => Err(e),
             }
@@ -161,7 +161,7 @@ fn remove_now(id: &str) -> Result<(), String> {
 
 /// Waits for the container to stop and records how.
 async fn watch_container(
-    docker: DockerRuntime,
+    docker: DockerHost,
     id: String,
     death: watch::Sender<Option<SandboxDeath>>,
 ) {

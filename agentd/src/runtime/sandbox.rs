@@ -23,7 +23,7 @@ use protocol::observation::{EmptyExtras, ErrorExtras};
 use protocol::{Action, ActionKind, Observation, ObservationKind};
 use tokio::sync::watch;
 
-use super::container::ContainerSandbox;
+use super::container::ContainerBackend;
 use super::death::SandboxDeath;
 use super::local::LocalSandbox;
 use super::{RuntimeConfig, RuntimeError, RuntimeKind, error_id, local, remote};
@@ -49,7 +49,7 @@ pub struct Runtime {
 #[derive(Debug)]
 enum Backend {
     Local(LocalSandbox),
-    Docker(Box<ContainerSandbox>),
+    Docker(Box<ContainerBackend>),
     Remote,
     RemoteApi(remote::ApiSandbox),
 }

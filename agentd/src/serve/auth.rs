@@ -1,4 +1,4 @@
-//! The service's API keys: checked in constant time, and turned into an [`Owner`], the
+//! The service's API keys: checked in constant time, and turned into a [`Caller`], the
 //! identity that owns the sandboxes started with that key.
 
 use sha2::{Digest, Sha256};
@@ -6,17 +6,17 @@ use sha2::{Digest, Sha256};
 /// Who started a sandbox: a fingerprint of the API key (never the key itself), so that only
 /// callers holding that key find the sandbox, learn its session key, or stop it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Owner(String);
+pub struct Caller(String);
 
-impl Owner {
+impl Caller {
     /// The fingerprint, as stored in the state files.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
     /// An owner read back from a state file.
-    pub fn from_stored(fingerprint: String) -> Owner {
-        Owner(fingerprint)
+    pub fn from_stored(fingerprint: String) -> Caller {
+        Caller(fingerprint)
     }
 }
 
@@ -45,7 +45,7 @@ impl ApiKeys {
 
     /// The owner for `given` if it is one of the keys. Every key is compared, each in constant
     /// time, so the answer's timing says nothing about which key matched or how closely.
-    pub fn verify(&self, given: &[u8]) -> Option<Owner> {
+    pub fn verify(&self, given: &[u8]) -> Option<Caller> {
         let given = digest_bytes(given);
         let mut matched = None;
         for key in &self.digests {
@@ -57,7 +57,7 @@ impl ApiKeys {
                 matched = Some(*key);
             }
         }
-        matched.map(|key| Owner(key[..16].iter().map(|b| format!("{b:02x}")).collect()))
+        matched.map(|key| Caller(key[..16].iter().map(|b| format!("{b:02x}")).collect()))
     }
 }
 

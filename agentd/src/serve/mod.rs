@@ -149,7 +149,7 @@ pub enum ServeError {
     Client(#[from] client::ClientError),
     /// The state directory failed. Retrying helps once the disk is fixed.
     #[error(transparent)]
-    Store(#[from] store::StoreError),
+    ClaimStore(#[from] store::ClaimStoreError),
     /// Something else inside the service. Retrying rarely helps.
     #[error("{0}")]
     Internal(String),

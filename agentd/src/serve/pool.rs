@@ -12,7 +12,7 @@ use sandbox_common::random_hex;
 use tokio::sync::{Notify, watch};
 
 use super::{ServeConfig, ServeError, lock};
-use crate::runtime::docker::{DockerRuntime, SandboxConfig, SandboxUser, labels};
+use crate::runtime::docker::{DockerHost, SandboxConfig, SandboxUser, labels};
 
 /// Wait after a failed warm-sandbox creation before the next attempt.
 const POOL_RETRY: Duration = Duration::from_secs(5);
@@ -102,7 +102,7 @@ impl WarmPools {
     /// [`Self::wake_filler`]; after a failed creation, again after [`POOL_RETRY`].
     pub(super) async fn fill(
         &self,
-        docker: &DockerRuntime,
+        docker: &DockerHost,
         config: &ServeConfig,
         mut stop: watch::Receiver<bool>,
     ) {
@@ -138,7 +138,7 @@ impl WarmPools {
 
 /// Creates one pre-started sandbox of `tag` with the service's base limits, running as `user`.
 pub(super) async fn create_warm(
-    docker: &DockerRuntime,
+    docker: &DockerHost,
     config: &ServeConfig,
     tag: &str,
     user: SandboxUser,

@@ -10,10 +10,10 @@ use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum};
 use protocol::api::ConfigureRequest;
 
 use super::pool::{Warm, WarmPools, port_of, send_configuration};
-use super::store::{Claim, Store};
+use super::store::{Claim, ClaimStore};
 use super::table::Entry;
 use super::{ServeConfig, ServeError};
-use crate::runtime::docker::{DockerRuntime, label, labels, state_of, url_of};
+use crate::runtime::docker::{DockerHost, label, labels, state_of, url_of};
 
 /// What becomes of one container found at start.
 #[derive(Debug)]
@@ -103,8 +103,8 @@ fn configure_key(inspect: &ContainerInspectResponse) -> Option<String> {
 /// Rebuilds the pools and returns the table's entries from the containers labelled with this
 /// service's name and the claims in `store`; removes what cannot be recovered.
 pub(super) async fn recover(
-    docker: &DockerRuntime,
-    store: &Store,
+    docker: &DockerHost,
+    store: &ClaimStore,
     config: &ServeConfig,
     pools: &WarmPools,
 ) -> Result<Vec<Entry>, ServeError> {
@@ -152,7 +152,7 @@ pub(super) async fn recover(
 /// The table's entry of a claimed sandbox found again, after sending the configuration a
 /// killed service had not sent.
 async fn reclaim(
-    store: &Store,
+    store: &ClaimStore,
     config: &ServeConfig,
     found: Reclaimed,
 ) -> Result<Entry, ServeError> {
@@ -200,7 +200,7 @@ async fn finish_configuration(
 
 /// Removes a container recovery has no use for (best effort).
 async fn remove_left_behind(
-    docker: &DockerRuntime,
+    docker: &DockerHost,
     inspect: &ContainerInspectResponse,
     runtime_id: &str,
 ) {

@@ -21,7 +21,7 @@ use protocol::runtime_api::{
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::auth::Owner;
+use super::auth::Caller;
 use super::{SandboxService, ServeError};
 
 /// Most requests handled at once.
@@ -104,9 +104,9 @@ async fn authenticate(
 }
 
 /// The owner the authentication put on the request.
-fn owner(request: &axum::http::Extensions) -> Result<Owner, ServeError> {
+fn owner(request: &axum::http::Extensions) -> Result<Caller, ServeError> {
     request
-        .get::<Owner>()
+        .get::<Caller>()
         .cloned()
         .ok_or_else(|| ServeError::Internal("unauthenticated request".to_string()))
 }

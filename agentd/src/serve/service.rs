@@ -24,13 +24,13 @@ use protocol::runtime_api::{
 use sandbox_common::random_hex;
 use tokio::sync::watch;
 
-use super::auth::{ApiKeys, Owner};
+use super::auth::{ApiKeys, Caller};
 use super::images::SandboxImages;
 use super::pool::{self, Warm, WarmPools, send_configuration};
-use super::store::{Claim, Store};
+use super::store::{Claim, ClaimStore};
 use super::table::{Begin, Entry, Table};
 use super::{ServeConfig, ServeError, command, reaper, recovery};
-use crate::runtime::docker::{DockerError, DockerRuntime, SandboxUser, UserError};
+use crate::runtime::docker::{DockerError, DockerHost, SandboxUser, UserError};
 
 /// Largest `resource_factor` accepted.
 const MAX_RESOURCE_FACTOR: f64 = 16.0;
@@ -41,9 +41,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub struct SandboxService {
     config: ServeConfig,
-    docker: DockerRuntime,
+    docker: DockerHost,
     keys: ApiKeys,
-    store: Store,
+    store: ClaimStore,
     table: Table,
     pools: WarmPools,
     images: SandboxImages,
@@ -59,8 +59,8 @@ impl SandboxService {
                 "no API key: pass --api-key, set AGENTD_API_KEYS or [serve] api_keys".to_string(),
             ));
         }
-        let docker = DockerRuntime::connect()?;
-        let store = Store::open(&config.state_dir)?;
+        let docker = DockerHost::connect()?;
+        let store = ClaimStore::open(&config.state_dir)?;
         let images = SandboxImages::new(&config);
         let mut targets = BTreeMap::new();
         let tag = images
@@ -106,7 +106,7 @@ impl SandboxService {
     /// `POST /start`.
     pub async fn start(
         &self,
-        owner: &Owner,
+        owner: &Caller,
         request: StartRequest,
     ) -> Result<StartResponse, ServeError> {
         let args = command::sandboxd_args(&request.command).map_err(ServeError::BadRequest)?;
@@ -168,7 +168,7 @@ impl SandboxService {
     /// Gives `warm` to the caller: its limits, the claim on disk, then its configuration.
     async fn claim(
         &self,
-        owner: &Owner,
+        owner: &Caller,
         request: &StartRequest,
         args: Vec<String>,
         warm: Warm,
@@ -219,7 +219,7 @@ impl SandboxService {
     }
 
     /// The caller's entry for a runtime id (another key's sandboxes are not found).
-    fn entry(&self, owner: &Owner, runtime_id: &str) -> Result<Entry, ServeError> {
+    fn entry(&self, owner: &Caller, runtime_id: &str) -> Result<Entry, ServeError> {
         self.table
             .owned(owner, runtime_id)
             .ok_or_else(|| ServeError::NotFound(format!("no runtime {runtime_id}")))
@@ -228,7 +228,7 @@ impl SandboxService {
     /// `GET /runtime/{id}`: `pending` until sandboxd answers `/alive`.
     pub async fn runtime_status(
         &self,
-        owner: &Owner,
+        owner: &Caller,
         runtime_id: &str,
     ) -> Result<RuntimeStatusResponse, ServeError> {
         let entry = self.entry(owner, runtime_id)?;
@@ -295,7 +295,7 @@ impl SandboxService {
     /// so that the caller starts a new one).
     pub async fn session(
         &self,
-        owner: &Owner,
+        owner: &Caller,
         session_id: &str,
     ) -> Result<SessionResponse, ServeError> {
         let entry = self
@@ -319,7 +319,7 @@ impl SandboxService {
     }
 
     /// `GET /runtimes`: the caller's sandboxes, and the pools' sizes.
-    pub fn list(&self, owner: &Owner) -> RuntimeList {
+    pub fn list(&self, owner: &Caller) -> RuntimeList {
         RuntimeList {
             runtimes: self.table.summaries(owner),
             warm: self.pools.sizes(),
@@ -329,7 +329,7 @@ impl SandboxService {
     /// `POST /stop`: removes the sandbox and forgets its session.
     pub async fn stop(
         &self,
-        owner: &Owner,
+        owner: &Caller,
         runtime_id: &str,
     ) -> Result<RuntimeStateResponse, ServeError> {
         self.entry(owner, runtime_id)?;
@@ -362,7 +362,7 @@ impl SandboxService {
     /// until `/resume`.
     pub async fn pause(
         &self,
-        owner: &Owner,
+        owner: &Caller,
         runtime_id: &str,
     ) -> Result<RuntimeStateResponse, ServeError> {
         let entry = self.entry(owner, runtime_id)?;
@@ -379,7 +379,7 @@ impl SandboxService {
     /// `POST /resume`: thaws a paused sandbox; its processes and files are as they were.
     pub async fn resume(
         &self,
-        owner: &Owner,
+        owner: &Caller,
         runtime_id: &str,
     ) -> Result<RuntimeStateResponse, ServeError> {
         let entry = self.entry(owner, runtime_id)?;

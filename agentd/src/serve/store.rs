@@ -35,7 +35,7 @@ pub struct Claim {
 /// Errors of the state directory. Retrying helps only once the disk problem is fixed.
 #[derive(Debug, thiserror::Error)]
 #[error("state directory {}: {source}", .path.display())]
-pub struct StoreError {
+pub struct ClaimStoreError {
     /// The file or directory.
     pub path: PathBuf,
     /// Why.
@@ -44,15 +44,15 @@ pub struct StoreError {
 
 /// The directory of claims.
 #[derive(Debug, Clone)]
-pub struct Store {
+pub struct ClaimStore {
     dir: PathBuf,
 }
 
-impl Store {
+impl ClaimStore {
     /// Opens (creating, 0700) `dir`.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+    pub fn open(dir: &Path) -> Result<ClaimStore, ClaimStoreError> {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        let io = |source| StoreError {
+        let io = |source| ClaimStoreError {
             path: dir.to_path_buf(),
             source,
         };
@@ -62,7 +62,7 @@ impl Store {
             .create(dir)
             .map_err(io)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
-        Ok(Store {
+        Ok(ClaimStore {
             dir: dir.to_path_buf(),
         })
     }
@@ -72,12 +72,12 @@ impl Store {
     }
 
     /// Writes a claim atomically (a 0600 temporary file renamed over the old one).
-    pub fn save(&self, claim: &Claim) -> Result<(), StoreError> {
+    pub fn save(&self, claim: &Claim) -> Result<(), ClaimStoreError> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let path = self.path(&claim.runtime_id);
         let tmp = self.dir.join(format!(".{}.tmp", claim.runtime_id));
-        let io = |source| StoreError {
+        let io = |source| ClaimStoreError {
             path: path.clone(),
             source,
         };
@@ -95,18 +95,18 @@ impl Store {
     }
 
     /// Forgets a claim (no error if there is none).
-    pub fn remove(&self, runtime_id: &str) -> Result<(), StoreError> {
+    pub fn remove(&self, runtime_id: &str) -> Result<(), ClaimStoreError> {
         let path = self.path(runtime_id);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(StoreError { path, source }),
+            Err(source) => Err(ClaimStoreError { path, source }),
         }
     }
 
     /// Every claim; unreadable files are logged and skipped.
-    pub fn load_all(&self) -> Result<Vec<Claim>, StoreError> {
-        let entries = std::fs::read_dir(&self.dir).map_err(|source| StoreError {
+    pub fn load_all(&self) -> Result<Vec<Claim>, ClaimStoreError> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|source| ClaimStoreError {
             path: self.dir.clone(),
             source,
         })?;
@@ -138,7 +138,7 @@ mod tests {
     fn claims_round_trip_privately() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state")).unwrap();
+        let store = ClaimStore::open(&dir.path().join("state")).unwrap();
         let claim = Claim {
             runtime_id: "rt-1".into(),
             session_id: "s".into(),

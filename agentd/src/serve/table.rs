@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use protocol::runtime_api::{PodStatus, RuntimeSummary, SessionStatus, StartResponse};
 
-use super::auth::Owner;
+use super::auth::Caller;
 use super::store::Claim;
 use super::{ServeError, lock};
 
@@ -26,7 +26,7 @@ pub(super) struct Entry {
 }
 
 impl Entry {
-    fn is_owned_by(&self, owner: &Owner) -> bool {
+    fn is_owned_by(&self, owner: &Caller) -> bool {
         self.claim.owner == owner.as_str()
     }
 
@@ -98,7 +98,7 @@ impl Table {
     }
 
     /// `owner`'s sandbox `runtime_id` (another owner's is not found).
-    pub(super) fn owned(&self, owner: &Owner, runtime_id: &str) -> Option<Entry> {
+    pub(super) fn owned(&self, owner: &Caller, runtime_id: &str) -> Option<Entry> {
         lock(&self.sandboxes)
             .by_runtime
             .get(runtime_id)
@@ -107,7 +107,7 @@ impl Table {
     }
 
     /// `owner`'s sandbox of session `session_id`.
-    pub(super) fn of_session(&self, owner: &Owner, session_id: &str) -> Option<Entry> {
+    pub(super) fn of_session(&self, owner: &Caller, session_id: &str) -> Option<Entry> {
         lock(&self.sandboxes)
             .by_runtime
             .values()
@@ -120,7 +120,7 @@ impl Table {
     /// to another owner, is paused, or is being started.
     pub(super) fn begin_start(
         &self,
-        owner: &Owner,
+        owner: &Caller,
         session_id: &str,
     ) -> Result<Begin<'_>, ServeError> {
         let mut sandboxes = lock(&self.sandboxes);
@@ -169,7 +169,7 @@ impl Table {
     }
 
     /// `owner`'s sandboxes for `GET /runtimes`, oldest first.
-    pub(super) fn summaries(&self, owner: &Owner) -> Vec<RuntimeSummary> {
+    pub(super) fn summaries(&self, owner: &Caller) -> Vec<RuntimeSummary> {
         let mut runtimes: Vec<RuntimeSummary> = lock(&self.sandboxes)
             .by_runtime
             .values()
@@ -210,8 +210,8 @@ impl Drop for Starting<'_> {
 mod tests {
     use super::*;
 
-    fn owner(name: &str) -> Owner {
-        Owner::from_stored(name.to_string())
+    fn owner(name: &str) -> Caller {
+        Caller::from_stored(name.to_string())
     }
 
     fn entry(runtime_id: &str, session_id: &str, owner: &str, created_at: &str) -> Entry {
@@ -284,7 +284,7 @@ mod tests {
         assert!(table.remove("rt-1").is_none());
     }
 
-    /// Owner `a`'s sandboxes: one pending (the oldest), one ready, one paused (the newest);
+    /// Caller `a`'s sandboxes: one pending (the oldest), one ready, one paused (the newest);
     /// and one of owner `b`.
     fn three_states() -> Table {
         let table = Table::default();

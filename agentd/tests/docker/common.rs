@@ -7,7 +7,7 @@ use std::process::Command;
 use agentd::runtime::docker::config::DEFAULT_BASE_IMAGE;
 use agentd::runtime::docker::image::ensure_sandbox_image;
 use agentd::runtime::docker::labels::Owner;
-use agentd::runtime::docker::{DockerRuntime, Sandbox, SandboxConfig};
+use agentd::runtime::docker::{DockerHost, SandboxConfig, SandboxContainer};
 use client::{ObservationExt, SandboxClient};
 use tokio::sync::OnceCell;
 
@@ -39,7 +39,7 @@ static IMAGE: OnceCell<String> = OnceCell::const_new();
 pub async fn sandbox_image() -> String {
     IMAGE
         .get_or_init(|| async {
-            let docker = DockerRuntime::connect().expect("Docker engine");
+            let docker = DockerHost::connect().expect("Docker engine");
             ensure_sandbox_image(docker.docker(), &base_image(), &sandboxd_binary(), |_| {})
                 .await
                 .unwrap_or_else(|e| panic!("cannot make the sandbox image: {e}"))
@@ -62,7 +62,7 @@ pub async fn config(edit: impl FnOnce(&mut SandboxConfig)) -> SandboxConfig {
 
 /// A running sandbox, removed on drop.
 pub struct Running {
-    pub sandbox: Sandbox,
+    pub sandbox: SandboxContainer,
     pub client: SandboxClient,
     _cleanup: Cleanup,
 }
@@ -70,7 +70,7 @@ pub struct Running {
 impl Running {
     /// Brings a sandbox up, owned by the test process so that a concurrent `gc` leaves it be.
     pub async fn up(config: &SandboxConfig) -> Running {
-        let docker = DockerRuntime::connect().expect("Docker engine");
+        let docker = DockerHost::connect().expect("Docker engine");
         let sandbox = docker
             .up(config, Owner::current().as_ref())
             .await

@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 
-use agentd::runtime::docker::DockerRuntime;
+use agentd::runtime::docker::DockerHost;
 use agentd::runtime::docker::image::{self, ContextFile, ensure_sandbox_image, is_sandbox_image};
 
 use crate::common::{Running, base_image, config, sandboxd_binary};
 
 #[tokio::test]
 async fn a_base_without_our_user_becomes_a_sandbox_image_once() {
-    let docker = DockerRuntime::connect().unwrap();
+    let docker = DockerHost::connect().unwrap();
     // A "new" base: no openhands user, no sudoers entry, a unique label so its id is new.
     let base = format!("sandboxd-test-base:{}", std::process::id());
     let dockerfile = format!(
@@ -57,7 +57,7 @@ async fn a_base_without_our_user_becomes_a_sandbox_image_once() {
 
 #[tokio::test]
 async fn a_missing_base_is_a_clear_error() {
-    let docker = DockerRuntime::connect().unwrap();
+    let docker = DockerHost::connect().unwrap();
     let err = ensure_sandbox_image(
         docker.docker(),
         "sandboxd-no-such-base:1",

@@ -5,14 +5,14 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use agentd::runtime::docker::labels::Owner;
-use agentd::runtime::docker::{DockerError, DockerRuntime, GcPolicy};
+use agentd::runtime::docker::{DockerError, DockerHost, GcPolicy};
 use serde_json::Value;
 
 use crate::common::{Cleanup, Running, agentd, config, container_exists, sandbox_image};
 
 #[tokio::test]
 async fn down_removes_the_container_and_its_socket_directory() {
-    let docker = DockerRuntime::connect().unwrap();
+    let docker = DockerHost::connect().unwrap();
     let sandbox = docker
         .up(
             &config(|c| c.network = agentd::runtime::docker::Network::None).await,
@@ -55,7 +55,7 @@ async fn the_port_is_published_on_loopback_only() {
 
 #[tokio::test]
 async fn a_sandbox_that_never_listens_is_reported_with_its_output_and_removed() {
-    let docker = DockerRuntime::connect().unwrap();
+    let docker = DockerHost::connect().unwrap();
     let config = config(|c| {
         // sandboxd cannot bind a socket there and exits.
         c.env.insert(
@@ -80,7 +80,7 @@ async fn a_sandbox_that_never_listens_is_reported_with_its_output_and_removed() 
 
 #[tokio::test]
 async fn an_egress_allow_list_is_refused_not_ignored() {
-    let docker = DockerRuntime::connect().unwrap();
+    let docker = DockerHost::connect().unwrap();
     let config = config(|c| c.egress_allow = vec!["pypi.org".to_string()]).await;
     let err = docker.up(&config, None).await.unwrap_err();
     assert!(matches!(err, DockerError::Unsupported(_)), "{err}");
@@ -136,7 +136,7 @@ async fn the_cli_brings_up_lists_runs_in_and_takes_down_a_sandbox() {
 async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
     let image = sandbox_image().await;
     // A detached sandbox, which gc must keep.
-    let docker = DockerRuntime::connect().unwrap();
+    let docker = DockerHost::connect().unwrap();
     let detached = docker.up(&config(|_| {}).await, None).await.unwrap();
     let _cleanup = Cleanup(detached.id.clone());
     // An owned one: `up --attach` stays in the foreground as its owner.

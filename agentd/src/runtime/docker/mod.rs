@@ -5,7 +5,7 @@
 //! container's log stream: no polling) and `/alive` answers through the port published on
 //! loopback, or, for a sandbox without network, through a Unix socket in a host directory
 //! mounted into it. Every container carries our labels ([`labels`]); those of a dead owner are
-//! found and removed by [`DockerRuntime::gc`].
+//! found and removed by [`DockerHost::gc`].
 
 pub mod config;
 pub mod image;
@@ -116,7 +116,7 @@ pub enum DockerError {
 
 /// A running sandbox: where it answers and the key it wants.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Sandbox {
+pub struct SandboxContainer {
     /// Container id.
     pub id: String,
     /// Container name.
@@ -130,7 +130,7 @@ pub struct Sandbox {
     pub image: String,
 }
 
-impl Sandbox {
+impl SandboxContainer {
     /// A client for its sandboxd.
     pub fn client(&self) -> Result<SandboxClient, DockerError> {
         Ok(SandboxClient::new(
@@ -156,11 +156,11 @@ pub struct SandboxSummary {
     pub url: Option<String>,
     /// Pid of the owning agentd; `None` for a detached sandbox.
     pub owner_pid: Option<u32>,
-    /// Whether the owner is gone (the sandbox is an orphan for [`DockerRuntime::gc`]).
+    /// Whether the owner is gone (the sandbox is an orphan for [`DockerHost::gc`]).
     pub orphaned: bool,
 }
 
-/// What [`DockerRuntime::gc`] removes.
+/// What [`DockerHost::gc`] removes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GcPolicy {
     /// Also running detached sandboxes (everything we manage).
@@ -170,21 +170,21 @@ pub struct GcPolicy {
 /// The Docker runtime: a connection to the engine, which must run on this host (published
 /// ports are bound to its loopback, sockets live in its file system).
 #[derive(Debug, Clone)]
-pub struct DockerRuntime {
+pub struct DockerHost {
     docker: Docker,
     /// Parent of the per-sandbox socket directories ([`Network::None`]); private to this user.
     socket_root: PathBuf,
 }
 
-impl DockerRuntime {
+impl DockerHost {
     /// Connects to the engine at `DOCKER_HOST` or the local socket (nothing is sent yet).
     /// Socket directories go under `$XDG_RUNTIME_DIR/agentd`, else `$TMPDIR/agentd-UID`.
-    pub fn connect() -> Result<DockerRuntime, DockerError> {
+    pub fn connect() -> Result<DockerHost, DockerError> {
         let socket_root = match std::env::var_os("XDG_RUNTIME_DIR") {
             Some(dir) => PathBuf::from(dir).join("agentd"),
             None => std::env::temp_dir().join(format!("agentd-{}", current_uid())),
         };
-        Ok(DockerRuntime {
+        Ok(DockerHost {
             docker: Docker::connect_with_defaults()?,
             socket_root,
         })
@@ -225,7 +225,7 @@ impl DockerRuntime {
         &self,
         config: &SandboxConfig,
         owner: Option<&Owner>,
-    ) -> Result<Sandbox, DockerError> {
+    ) -> Result<SandboxContainer, DockerError> {
         if !config.egress_allow.is_empty() {
             return Err(DockerError::Unsupported(
                 "an egress allow-list needs a filtering proxy, which this runtime does not provide yet; use network none or bridge".to_string(),
@@ -284,7 +284,7 @@ impl DockerRuntime {
             .start_and_wait(&id, config.ready_timeout, config.await_configuration)
             .await;
         match waited {
-            Ok(url) => Ok(Sandbox {
+            Ok(url) => Ok(SandboxContainer {
                 id,
                 name,
                 url,
@@ -394,7 +394,7 @@ impl DockerRuntime {
     }
 
     /// The managed sandbox with this id, id prefix or name, with its URL and key.
-    pub async fn get(&self, id_or_name: &str) -> Result<Sandbox, DockerError> {
+    pub async fn get(&self, id_or_name: &str) -> Result<SandboxContainer, DockerError> {
         let inspect = self.inspect_managed(id_or_name).await?;
         let id = inspect.id.clone().unwrap_or_default();
         let config = inspect.config.clone().unwrap_or_default();
@@ -411,7 +411,7 @@ impl DockerRuntime {
             id: id.clone(),
             reason: "it is not running".to_string(),
         })?;
-        Ok(Sandbox {
+        Ok(SandboxContainer {
             name: container_name(&inspect),
             image: config.image.unwrap_or_default(),
             id,
