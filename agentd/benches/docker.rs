@@ -18,9 +18,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentd::runtime::docker::config::DEFAULT_BASE_IMAGE;
-use agentd::runtime::docker::image::{self, ContextFile, ensure_sandbox_image};
-use agentd::runtime::docker::{DockerHost, SandboxConfig};
+use agentd::docker::DEFAULT_BASE_IMAGE;
+use agentd::docker::{self as image, ContextFile, ensure_sandbox_image};
+use agentd::docker::{DockerHost, SandboxConfig};
 
 const RUNS: usize = 10;
 

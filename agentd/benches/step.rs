@@ -14,10 +14,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentd::agent::ScriptedAgent;
-use agentd::events::EventStream;
-use agentd::runtime::{Runtime, RuntimeConfig};
-use agentd::session::{self, RunSpec};
+use agentd::EventStream;
+use agentd::ScriptedAgent;
+use agentd::{RunSpec, run_session};
+use agentd::{Runtime, RuntimeConfig};
 use protocol::action::{CmdRunArgs, MessageArgs};
 use protocol::{Action, ActionKind, Event, EventSource};
 
@@ -46,7 +46,7 @@ fn runtime_config(workspace: &std::path::Path) -> RuntimeConfig {
 async fn agentd_step(history: usize) -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
-    let stream = EventStream::open(&session::session_dir(&sessions, "bench")).unwrap();
+    let stream = EventStream::open(&agentd::session_dir(&sessions, "bench")).unwrap();
     for i in 0..history {
         let message = Action::from(ActionKind::Message(MessageArgs {
             content: format!("earlier message {i}"),
@@ -80,7 +80,7 @@ async fn agentd_step(history: usize) -> Duration {
         max_budget: None,
         stop_on_signals: false,
     };
-    let outcome = session::run(spec, on_event).await.unwrap();
+    let outcome = run_session(spec, on_event).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);
     let (first, finish) = *marks.lock().unwrap();
     (finish.unwrap() - first.unwrap()) / STEPS as u32

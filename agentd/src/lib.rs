@@ -1,25 +1,72 @@
 //! agentd, the host side of the sandbox runtime: it creates sandboxes and drives agents in them.
 //!
-//! - [`events`]: the session's append-only, persisted event stream;
-//! - [`controller`] and [`agent`]: the state machine that steps an agent, with its limits and
-//!   stuck detection; the replay and scripted agents; [`state`]: the record of a run that
-//!   both read (`state.json`);
-//! - [`memory`]: the agent's view of its history, condensers, and the history as chat messages;
-//! - [`runtime`]: sandboxes to execute actions in (local process, Docker container, remote);
-//! - [`session`]: one headless run wiring them together; [`trajectory`]: recordings and replay;
-//! - [`serve`]: the runtime API service (`agentd serve`) that gives other agent hosts
-//!   sandboxes;
-//! - [`config`], [`display`]: the settings file and live progress of the CLI.
+//! - `events`: the session's append-only, persisted event stream;
+//! - `state`, `controller` and `agent`: the state machine that steps an agent, with its limits
+//!   and stuck detection; the CodeAct, replay and scripted agents;
+//! - `llm`: the client for OpenAI-compatible models; `memory`: the agent's view of its history,
+//!   condensers, and the history as chat messages;
+//! - `runtime`: sandboxes to execute actions in (local process, Docker container, remote);
+//! - `session`: one headless run wiring them together; `trajectory`: recordings and replay;
+//! - `serve`: the runtime API service (`agentd serve`) that gives other agent hosts sandboxes;
+//! - `config`, `display`: the settings file and live progress of the CLI.
+//!
+//! Every module is private: what the `agentd` binary and the integration tests use is
+//! re-exported below, and nothing else, so that rustc reports what nobody uses.
 
-pub mod agent;
-pub mod config;
-pub mod controller;
-pub mod display;
-pub mod events;
-pub mod llm;
-pub mod memory;
-pub mod runtime;
-pub mod serve;
-pub mod session;
-pub mod state;
-pub mod trajectory;
+mod agent;
+mod config;
+mod controller;
+mod display;
+mod events;
+mod llm;
+mod memory;
+mod runtime;
+mod serve;
+mod session;
+mod state;
+mod trajectory;
+
+pub use agent::codeact::tools::ToolSet;
+pub use agent::codeact::{CodeActAgent, CodeActConfig};
+pub use agent::{Agent, AgentError, ReplayAgent, ScriptedAgent, Step};
+pub use config::{
+    ConfigError, DockerSection, FileConfig, RemoteSection, ServeSection, default_sessions_dir,
+    new_session_id,
+};
+pub use controller::{ControllerError, DEFAULT_MAX_ITERATIONS};
+pub use display::render as render_event;
+pub use events::{EventLogError, EventStream};
+pub use llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
+pub use runtime::{
+    LocalConfig, RemoteApiConfig, Runtime, RuntimeConfig, RuntimeError, RuntimeKind, SandboxDeath,
+    error_id,
+};
+pub use serve::store::ClaimStoreError;
+pub use serve::{ServeConfig, ServeError, run as serve};
+pub use session::{ActionTally, Outcome, RunSpec, SessionError, run as run_session, session_dir};
+pub use state::{State, StateError};
+
+/// Sandbox containers on the Docker engine: the hardened configuration, images, the sandbox
+/// user policy, and the owner labels that let `gc` find orphans.
+pub mod docker {
+    pub use crate::runtime::docker::config::DEFAULT_BASE_IMAGE;
+    pub use crate::runtime::docker::image::{
+        ContextFile, SandboxImage, build, default_sandboxd_binary, ensure_sandbox_image,
+        import_rootfs, is_sandbox_image, sandbox_image_for, sandboxd_binary,
+    };
+    pub use crate::runtime::docker::labels::Owner;
+    pub use crate::runtime::docker::user::{SandboxUser, UserError, choose as choose_user};
+    pub use crate::runtime::docker::{
+        DockerError, DockerHost, GcPolicy, Limits, Network, SandboxConfig, SandboxContainer,
+    };
+}
+
+/// Recorded runs: trajectories (JSON arrays of events), saved, loaded, compared.
+pub mod trajectories {
+    pub use crate::trajectory::{Difference, TrajectoryError, compare, load, save, task};
+}
+
+/// The runtime API service's mapping of a caller's start command onto sandboxd.
+pub mod start_command {
+    pub use crate::serve::command::{environment, sandboxd_args};
+}

@@ -102,7 +102,7 @@ pub struct ActionTally {
 
 impl ActionTally {
     /// Counts the observations of `events` that answer an action.
-    pub fn of<'a>(events: impl IntoIterator<Item = &'a Event>) -> ActionTally {
+    pub(crate) fn of<'a>(events: impl IntoIterator<Item = &'a Event>) -> ActionTally {
         let mut tally = ActionTally::default();
         for event in events {
             let Event::Observation(observation) = event else {

@@ -14,7 +14,7 @@ use protocol::AgentState;
 use serde::{Deserialize, Serialize};
 
 /// The file name of the state in a session directory.
-pub const STATE_FILE: &str = "state.json";
+pub(crate) const STATE_FILE: &str = "state.json";
 
 /// Errors saving or loading a state file.
 #[derive(Debug, thiserror::Error)]
@@ -44,57 +44,57 @@ pub enum StateError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct State {
     /// The session this run belongs to.
-    pub session_id: String,
+    pub(crate) session_id: String,
     /// Where the controller is.
     pub agent_state: AgentState,
     /// Steps taken so far (each call of the agent counts, across resumes).
     pub iteration: u32,
     /// The iteration limit: the step that would exceed it ends the run in the error state.
-    pub max_iterations: u32,
+    pub(crate) max_iterations: u32,
     /// Money spent and the limit.
     #[serde(default)]
-    pub budget: Budget,
+    pub(crate) budget: Budget,
     /// Id of the first event of this run's history.
     #[serde(default)]
-    pub start_id: i64,
+    pub(crate) start_id: i64,
     /// Id of the newest event the controller has seen.
     #[serde(default)]
-    pub end_id: Option<i64>,
+    pub(crate) end_id: Option<i64>,
     /// Why the run is in the error state (OpenHands' `"{ErrorType}: {message}"` form for the
     /// controller's own errors).
     #[serde(default)]
     pub last_error: Option<String>,
     /// The newest `llm_metrics` an action carried (token counts, costs), kept opaque.
     #[serde(default)]
-    pub metrics: serde_json::Value,
+    pub(crate) metrics: serde_json::Value,
     /// The `outputs` of the agent's `finish` or `reject`.
     #[serde(default)]
-    pub outputs: serde_json::Map<String, serde_json::Value>,
+    pub(crate) outputs: serde_json::Map<String, serde_json::Value>,
     /// Whatever agents or callers want to keep with the state.
     #[serde(default)]
-    pub extra_data: BTreeMap<String, serde_json::Value>,
+    pub(crate) extra_data: BTreeMap<String, serde_json::Value>,
     /// How many times the run was resumed from its saved state.
     #[serde(default)]
-    pub resume_count: u32,
+    pub(crate) resume_count: u32,
 }
 
 /// What the run's LLM calls cost, in USD.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Budget {
+pub(crate) struct Budget {
     /// Spent so far.
-    pub spent: f64,
+    pub(crate) spent: f64,
     /// The limit: a step when `spent` has reached it ends the run in the error state.
-    pub max_per_task: Option<f64>,
+    pub(crate) max_per_task: Option<f64>,
     /// The newest `llm_metrics.accumulated_cost` seen. It is the LLM client's running total, so
     /// only its growth is added to `spent`; a total that went down means a new client (agentd
     /// was restarted) that counts from zero again.
     #[serde(default)]
-    pub last_accumulated_cost: f64,
+    pub(crate) last_accumulated_cost: f64,
 }
 
 impl Budget {
     /// Takes in an action's `accumulated_cost`.
-    pub fn record(&mut self, accumulated_cost: f64) {
+    pub(crate) fn record(&mut self, accumulated_cost: f64) {
         if !accumulated_cost.is_finite() || accumulated_cost < 0.0 {
             return;
         }
@@ -107,14 +107,14 @@ impl Budget {
     }
 
     /// Whether the limit is reached (OpenHands: `current >= max`).
-    pub fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         self.max_per_task.is_some_and(|max| self.spent >= max)
     }
 }
 
 impl State {
     /// The state of a new run: loading, nothing done, history from event 0.
-    pub fn new(
+    pub(crate) fn new(
         session_id: impl Into<String>,
         max_iterations: u32,
         max_budget_per_task: Option<f64>,

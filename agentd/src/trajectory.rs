@@ -58,7 +58,7 @@ pub fn load(path: &Path) -> Result<Vec<Event>, TrajectoryError> {
 }
 
 /// The agent's actions, in order: what a replay re-executes.
-pub fn agent_actions(events: &[Event]) -> Vec<Action> {
+pub(crate) fn agent_actions(events: &[Event]) -> Vec<Action> {
     events
         .iter()
         .filter_map(|e| match e {

@@ -7,7 +7,7 @@
 //! boxed agent can move to another task). Agents that need no awaiting return
 //! `Box::pin(std::future::ready(...))`.
 
-pub mod codeact;
+pub(crate) mod codeact;
 mod replay;
 mod scripted;
 
@@ -24,7 +24,8 @@ pub use scripted::ScriptedAgent;
 
 /// What [`Agent::step`] returns: a future of the next action, borrowing the agent, the state
 /// and the history for the duration of the step.
-pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<Step, AgentError>> + Send + 'a>>;
+pub(crate) type StepFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Step, AgentError>> + Send + 'a>>;
 
 /// What a step hands the controller: the next action and, when the step called an LLM, what
 /// the agent's LLM calls have cost so far, for the budget.
@@ -32,10 +33,10 @@ pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<Step, AgentError>> 
 pub struct Step {
     /// The next action. Its `llm_metrics`, if any, is the record of the call for the event
     /// log; nobody reads figures back out of it.
-    pub action: Action,
+    pub(crate) action: Action,
     /// The LLM client's running total in USD after this step's call; `None` when the step
     /// made no call (a queued call of an earlier answer, a condensation, a replay).
-    pub accumulated_cost: Option<f64>,
+    pub(crate) accumulated_cost: Option<f64>,
 }
 
 impl From<Action> for Step {

@@ -55,7 +55,8 @@ impl ReplayAgent {
     }
 
     /// How many recorded actions are left (all of them before the first step).
-    pub fn remaining(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn remaining(&self) -> usize {
         self.actions.len() - self.next.unwrap_or(0).min(self.actions.len())
     }
 }

@@ -6,10 +6,13 @@ use std::collections::VecDeque;
 use protocol::action::FinishArgs;
 use protocol::{Action, ActionKind};
 
-use super::{Agent, AgentError, Step, StepFuture, fresh};
+#[cfg(test)]
+use super::AgentError;
+use super::{Agent, Step, StepFuture, fresh};
 use crate::events::EventStream;
 use crate::state::State;
 
+#[cfg(test)]
 type StepFn = dyn FnMut(&State, &EventStream) -> Result<Step, AgentError> + Send;
 
 /// Plays a script. A list that runs out answers `finish`.
@@ -20,6 +23,7 @@ pub struct ScriptedAgent {
 
 enum Script {
     List(VecDeque<Action>),
+    #[cfg(test)]
     Fn(Box<StepFn>),
 }
 
@@ -27,6 +31,7 @@ impl std::fmt::Debug for ScriptedAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let script = match &self.script {
             Script::List(actions) => format!("{} actions left", actions.len()),
+            #[cfg(test)]
             Script::Fn(_) => "a closure".to_string(),
         };
         f.debug_struct("ScriptedAgent")
@@ -46,7 +51,8 @@ impl ScriptedAgent {
     }
 
     /// Asks `next` for every action (or [`Step`], to report a cost).
-    pub fn from_fn<S: Into<Step>>(
+    #[cfg(test)]
+    pub(crate) fn from_fn<S: Into<Step>>(
         mut next: impl FnMut(&State, &EventStream) -> S + Send + 'static,
     ) -> ScriptedAgent {
         ScriptedAgent::with_script(Box::new(move |state, history| {
@@ -55,7 +61,8 @@ impl ScriptedAgent {
     }
 
     /// Asks `next` for every action; it may fail like a real agent.
-    pub fn from_try_fn(
+    #[cfg(test)]
+    pub(crate) fn from_try_fn(
         mut next: impl FnMut(&State, &EventStream) -> Result<Action, AgentError> + Send + 'static,
     ) -> ScriptedAgent {
         ScriptedAgent::with_script(Box::new(move |state, history| {
@@ -63,6 +70,7 @@ impl ScriptedAgent {
         }))
     }
 
+    #[cfg(test)]
     fn with_script(next: Box<StepFn>) -> ScriptedAgent {
         ScriptedAgent {
             name: "ScriptedAgent".to_string(),
@@ -71,7 +79,8 @@ impl ScriptedAgent {
     }
 
     /// Renames the agent.
-    pub fn named(mut self, name: impl Into<String>) -> ScriptedAgent {
+    #[cfg(test)]
+    pub(crate) fn named(mut self, name: impl Into<String>) -> ScriptedAgent {
         self.name = name.into();
         self
     }
@@ -82,7 +91,7 @@ impl Agent for ScriptedAgent {
         &self.name
     }
 
-    fn step<'a>(&'a mut self, state: &'a State, history: &'a EventStream) -> StepFuture<'a> {
+    fn step<'a>(&'a mut self, _state: &'a State, _history: &'a EventStream) -> StepFuture<'a> {
         let next = match &mut self.script {
             Script::List(actions) => Ok(Step::from(actions.pop_front().unwrap_or_else(|| {
                 Action::from(ActionKind::Finish(FinishArgs {
@@ -90,7 +99,8 @@ impl Agent for ScriptedAgent {
                     ..FinishArgs::default()
                 }))
             }))),
-            Script::Fn(next) => next(state, history).map(|step| Step {
+            #[cfg(test)]
+            Script::Fn(next) => next(_state, _history).map(|step| Step {
                 action: fresh(step.action),
                 ..step
             }),

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentd::runtime::docker::{DockerHost, config, image};
+use agentd::docker::DockerHost;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
@@ -14,7 +14,7 @@ pub enum ImageCommand {
     /// Make a base image (any image with bash) a sandbox image; prints its tag.
     Build {
         /// The base image.
-        #[arg(long, default_value = config::DEFAULT_BASE_IMAGE)]
+        #[arg(long, default_value = agentd::docker::DEFAULT_BASE_IMAGE)]
         base: String,
         #[command(flatten)]
         sandboxd: SandboxdArg,
@@ -59,9 +59,9 @@ async fn build(
     sandboxd: SandboxdArg,
     json: bool,
 ) -> anyhow::Result<u8> {
-    let sandboxd = image::sandboxd_binary(sandboxd.path.as_deref(), base)?;
+    let sandboxd = agentd::docker::sandboxd_binary(sandboxd.path.as_deref(), base)?;
     let image = with_build_progress(json, async |progress| {
-        image::ensure_sandbox_image(docker.docker(), base, &sandboxd, progress).await
+        agentd::docker::ensure_sandbox_image(docker.docker(), base, &sandboxd, progress).await
     })
     .await?;
     if json {
@@ -86,7 +86,7 @@ async fn import(docker: &DockerHost, tag: &str, file: PathBuf) -> anyhow::Result
         )
     };
     let stream = tokio_util::io::ReaderStream::new(reader);
-    let id = image::import_rootfs(docker.docker(), stream, tag).await?;
+    let id = agentd::docker::import_rootfs(docker.docker(), stream, tag).await?;
     println!("{id}");
     Ok(0)
 }

@@ -10,7 +10,7 @@ pub mod serve;
 use std::future::Future;
 use std::path::Path;
 
-use agentd::config::FileConfig;
+use agentd::FileConfig;
 
 /// Exit status for failures (usage errors exit with 2, from clap).
 pub const FAILURE: u8 = 1;

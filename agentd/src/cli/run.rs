@@ -3,16 +3,16 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use agentd::agent::codeact::tools::ToolSet;
-use agentd::agent::codeact::{CodeActAgent, CodeActConfig};
-use agentd::agent::{Agent, ReplayAgent};
-use agentd::config::{self, FileConfig};
-use agentd::controller::DEFAULT_MAX_ITERATIONS;
-use agentd::llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
-use agentd::runtime::docker::{SandboxUser, user};
-use agentd::runtime::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
-use agentd::session::{self, RunSpec};
-use agentd::{display, trajectory};
+use agentd::DEFAULT_MAX_ITERATIONS;
+use agentd::ToolSet;
+use agentd::docker::{SandboxUser, choose_user};
+use agentd::{Agent, ReplayAgent};
+use agentd::{CodeActAgent, CodeActConfig};
+use agentd::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
+use agentd::{FileConfig, default_sessions_dir, new_session_id};
+use agentd::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
+use agentd::{RunSpec, run_session};
+use agentd::{render_event, trajectories as trajectory};
 use anyhow::Context;
 use clap::Args;
 use protocol::{Action, Event};
@@ -212,7 +212,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
             None => None,
         };
         let docker = &runtime.docker;
-        if let Err(e) = user::choose(workspace.as_deref(), docker.user, docker.allow_root) {
+        if let Err(e) = choose_user(workspace.as_deref(), docker.user, docker.allow_root) {
             return usage(&e.to_string());
         }
     }
@@ -220,12 +220,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
     let sessions_dir = args
         .sessions_dir
         .or(file.sessions_dir)
-        .unwrap_or_else(config::default_sessions_dir);
+        .unwrap_or_else(default_sessions_dir);
     let session_id = args
         .resume
         .clone()
         .or(args.session)
-        .unwrap_or_else(config::new_session_id);
+        .unwrap_or_else(new_session_id);
     if let Some(url) = args.remote_api_url.or(file.remote.api_url) {
         let Some(api_key) = args.sandbox_api_key.or(file.remote.service_api_key) else {
             return usage(
@@ -258,7 +258,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     let json = args.json;
     eprintln!("agentd: session {session_id}");
-    let outcome = session::run(spec, move |event| print_event(event, json)).await?;
+    let outcome = run_session(spec, move |event| print_event(event, json)).await?;
 
     let state = &outcome.state;
     eprintln!(
@@ -365,7 +365,7 @@ fn print_event(event: &Event, json: bool) {
     let line = if json {
         serde_json::to_string(event).unwrap_or_default()
     } else {
-        display::render(event)
+        render_event(event)
     };
     // A closed stdout (a pager quit) must not stop the run.
     let _ = writeln!(out, "{line}");

@@ -5,10 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentd::runtime::docker::labels::Owner;
-use agentd::runtime::docker::{
-    DockerHost, GcPolicy, Limits, Network, SandboxConfig, SandboxContainer, SandboxUser, config,
-    image,
+use agentd::docker::Owner;
+use agentd::docker::{
+    DockerHost, GcPolicy, Limits, Network, SandboxConfig, SandboxContainer, SandboxUser,
 };
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -62,7 +61,7 @@ pub enum SandboxCommand {
 pub struct UpArgs {
     /// Image to run: a sandbox image, or any base image with bash (sandboxd is added in a thin
     /// layer, built once and reused).
-    #[arg(long, env = "AGENTD_IMAGE", default_value = config::DEFAULT_BASE_IMAGE)]
+    #[arg(long, env = "AGENTD_IMAGE", default_value = agentd::docker::DEFAULT_BASE_IMAGE)]
     image: String,
     #[command(flatten)]
     sandboxd: SandboxdArg,
@@ -134,7 +133,7 @@ pub async fn run(command: SandboxCommand) -> anyhow::Result<u8> {
 async fn up(docker: &DockerHost, args: UpArgs) -> anyhow::Result<u8> {
     let image = with_build_progress(args.json, async |progress| {
         let sandboxd = args.sandboxd.path.as_deref();
-        image::sandbox_image_for(docker.docker(), &args.image, sandboxd, progress).await
+        agentd::docker::sandbox_image_for(docker.docker(), &args.image, sandboxd, progress).await
     })
     .await?
     .tag;

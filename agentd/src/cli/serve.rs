@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentd::serve::{self, ServeConfig};
+use agentd::ServeConfig;
 use anyhow::Context;
 use clap::Args;
 
@@ -141,7 +141,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     };
     let shutdown = stop_signal()?;
     let json = args.json;
-    serve::run(config, listener, shutdown, |addr| {
+    agentd::serve(config, listener, shutdown, |addr| {
         if json {
             println!(
                 "{}",

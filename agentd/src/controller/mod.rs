@@ -21,7 +21,7 @@
 //! After every step and state change the [`State`] is saved to `state.json` in the session
 //! directory; [`Controller::resume`] continues a run from there.
 
-pub mod stuck;
+pub(crate) mod stuck;
 
 #[cfg(test)]
 mod tests;
@@ -41,23 +41,24 @@ use crate::state::{STATE_FILE, State, StateError};
 
 /// The reply a headless run gives when the agent waits for the user (OpenHands'
 /// `auto_continue_response`, verbatim).
-pub const AUTO_CONTINUE: &str = "Please continue on whatever approach you think is suitable.\n\
+pub(crate) const AUTO_CONTINUE: &str = "Please continue on whatever approach you think is suitable.\n\
 If you think you have solved the task, please finish the interaction.\n\
 IMPORTANT: YOU SHOULD NEVER ASK FOR HUMAN RESPONSE.\n";
 
 /// The answer to a `think` action.
-pub const THOUGHT_LOGGED: &str = "Your thought has been logged.";
+pub(crate) const THOUGHT_LOGGED: &str = "Your thought has been logged.";
 
 /// The answer to a runnable action left unanswered when the run was stopped.
-pub const NOT_EXECUTED_STOPPED: &str = "Stop button pressed. The action has not been executed.";
+pub(crate) const NOT_EXECUTED_STOPPED: &str =
+    "Stop button pressed. The action has not been executed.";
 /// Its `error_id`.
-pub const NOT_EXECUTED_STOPPED_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXECUTED_STOPPED";
+pub(crate) const NOT_EXECUTED_STOPPED_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXECUTED_STOPPED";
 /// The answer to a runnable action left unanswered when the run failed.
-pub const NOT_EXECUTED_ERROR: &str = "The action has not been executed due to a runtime error. \
+pub(crate) const NOT_EXECUTED_ERROR: &str = "The action has not been executed due to a runtime error. \
 The runtime system may have crashed and restarted due to resource constraints. Any previously \
 established system state, dependencies, or environment variables may have been lost.";
 /// Its `error_id`.
-pub const NOT_EXECUTED_ERROR_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXECUTED_ERROR";
+pub(crate) const NOT_EXECUTED_ERROR_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXECUTED_ERROR";
 
 /// OpenHands' default iteration limit.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 500;
@@ -65,7 +66,7 @@ pub const DEFAULT_MAX_ITERATIONS: u32 = 500;
 /// The agent's last runnable action if no observation answers it yet: after a restart, the
 /// runtime must execute it (again) before the run can go on. Reads back from the newest event
 /// to the agent's newest action.
-pub fn pending_action(stream: &EventStream) -> Option<Arc<Event>> {
+pub(crate) fn pending_action(stream: &EventStream) -> Option<Arc<Event>> {
     let mut answered = Vec::new();
     let mut id = stream.latest_id()?;
     while id >= 0 {
@@ -84,22 +85,23 @@ pub fn pending_action(stream: &EventStream) -> Option<Arc<Event>> {
 
 /// How a controller runs.
 #[derive(Debug, Clone)]
-pub struct ControllerConfig {
+pub(crate) struct ControllerConfig {
     /// The session's id (new runs only; a resumed run keeps its own).
-    pub session_id: String,
+    pub(crate) session_id: String,
     /// The iteration limit.
-    pub max_iterations: u32,
+    pub(crate) max_iterations: u32,
     /// The budget limit in USD, if any.
-    pub max_budget_per_task: Option<f64>,
+    pub(crate) max_budget_per_task: Option<f64>,
     /// Where `state.json` is saved; `None` keeps the state in memory only.
-    pub session_dir: Option<PathBuf>,
+    pub(crate) session_dir: Option<PathBuf>,
     /// Nobody answers the agent: a message that waits for a reply gets [`AUTO_CONTINUE`].
-    pub headless: bool,
+    pub(crate) headless: bool,
 }
 
 impl ControllerConfig {
     /// A headless run with the default iteration limit, no budget limit, nothing saved.
-    pub fn new(session_id: impl Into<String>) -> ControllerConfig {
+    #[cfg(test)]
+    pub(crate) fn new(session_id: impl Into<String>) -> ControllerConfig {
         ControllerConfig {
             session_id: session_id.into(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
@@ -134,36 +136,38 @@ enum Command {
 /// Controls a running controller from outside (the CLI's signal handler, the runtime). Requests
 /// to a run that has ended are ignored.
 #[derive(Debug, Clone)]
-pub struct ControllerHandle {
+pub(crate) struct ControllerHandle {
     commands: mpsc::UnboundedSender<Command>,
 }
 
 impl ControllerHandle {
     /// No more steps until [`ControllerHandle::resume`]; an action in flight still gets its
     /// observation.
-    pub fn pause(&self) {
+    #[cfg(test)]
+    pub(crate) fn pause(&self) {
         let _ = self.commands.send(Command::Pause);
     }
 
     /// Continues a paused run.
-    pub fn resume(&self) {
+    #[cfg(test)]
+    pub(crate) fn resume(&self) {
         let _ = self.commands.send(Command::Resume);
     }
 
     /// Ends the run, `stopped` (final); a step in flight is cancelled.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let _ = self.commands.send(Command::Stop);
     }
 
     /// Ends the run in `error` with `reason` as `last_error`: the runtime reports that the
     /// sandbox is gone. A step in flight is cancelled.
-    pub fn fail(&self, reason: impl Into<String>) {
+    pub(crate) fn fail(&self, reason: impl Into<String>) {
         let _ = self.commands.send(Command::Fail(reason.into()));
     }
 }
 
 /// Drives one agent on one event stream; see the module documentation.
-pub struct Controller {
+pub(crate) struct Controller {
     state: State,
     stream: EventStream,
     agent: Box<dyn Agent>,
@@ -212,7 +216,11 @@ enum Wake {
 impl Controller {
     /// A controller for a new run on `stream` (which should already hold the user's task).
     /// It subscribes to the stream now; nothing is emitted before [`Controller::run`].
-    pub fn new(stream: EventStream, agent: Box<dyn Agent>, config: ControllerConfig) -> Controller {
+    pub(crate) fn new(
+        stream: EventStream,
+        agent: Box<dyn Agent>,
+        config: ControllerConfig,
+    ) -> Controller {
         let mut state = State::new(
             config.session_id.clone(),
             config.max_iterations,
@@ -231,7 +239,7 @@ impl Controller {
     /// A run that ended `finished`, `rejected` or `stopped` stays so (`run` returns at once);
     /// any other (killed while running, paused or waiting, or ended in `error`) goes on
     /// `running`, its `last_error` cleared.
-    pub fn resume(
+    pub(crate) fn resume(
         session_dir: &Path,
         stream: EventStream,
         agent: Box<dyn Agent>,
@@ -286,18 +294,13 @@ impl Controller {
     }
 
     /// A handle to pause, resume, stop or fail the run.
-    pub fn handle(&self) -> ControllerHandle {
+    pub(crate) fn handle(&self) -> ControllerHandle {
         self.handle.clone()
-    }
-
-    /// The run's state so far.
-    pub fn state(&self) -> &State {
-        &self.state
     }
 
     /// The runnable action the run waits for an observation of (after a resume: the one the
     /// runtime must execute again).
-    pub fn pending_action(&self) -> Option<Arc<Event>> {
+    pub(crate) fn pending_action(&self) -> Option<Arc<Event>> {
         self.pending.clone()
     }
 

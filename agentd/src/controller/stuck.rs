@@ -23,11 +23,11 @@ use crate::events::EventStream;
 /// How many of the newest events a check reads. The alternation pattern needs 12 events and a
 /// headless monologue 12 (each repeat brings a state change, an automatic reply and another
 /// state change); the rest is room for events the check ignores.
-pub const WINDOW: usize = 64;
+pub(crate) const WINDOW: usize = 64;
 
 /// The loops the detector knows, by the reference's `loop_type` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoopKind {
+pub(crate) enum LoopKind {
     /// The same action with the same observation, 4 times.
     RepeatingActionObservation,
     /// The same action ending in an error, 3 times.
@@ -42,7 +42,7 @@ pub enum LoopKind {
 
 impl LoopKind {
     /// The reference's name for it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LoopKind::RepeatingActionObservation => "repeating_action_observation",
             LoopKind::RepeatingActionError => "repeating_action_error",
@@ -60,14 +60,14 @@ impl std::fmt::Display for LoopKind {
 }
 
 /// Checks the newest [`WINDOW`] events of the history that starts at `start_id`.
-pub fn check(stream: &EventStream, start_id: i64) -> Option<LoopKind> {
+pub(crate) fn check(stream: &EventStream, start_id: i64) -> Option<LoopKind> {
     let latest = stream.latest_id()?;
     let from = start_id.max(latest + 1 - WINDOW as i64);
     detect(&stream.range(from, None))
 }
 
 /// Checks a piece of history (oldest first).
-pub fn detect(events: &[Arc<Event>]) -> Option<LoopKind> {
+pub(crate) fn detect(events: &[Arc<Event>]) -> Option<LoopKind> {
     let history: Vec<&Event> = events.iter().map(|e| &**e).filter(|e| counts(e)).collect();
     // It takes 3 events at least to see a loop.
     if history.len() < 3 {
@@ -270,7 +270,7 @@ fn empty_responses(history: &[&Event]) -> bool {
 
 /// Actions are the same when their type and arguments are (thought included, as in the
 /// reference); for IPython edits with `edit_file_by_replace(`, the first three code lines.
-pub fn same_action(a: &Action, b: &Action) -> bool {
+pub(crate) fn same_action(a: &Action, b: &Action) -> bool {
     if let (ActionKind::RunIpython(x), ActionKind::RunIpython(y)) = (&a.kind, &b.kind) {
         const EDIT: &str = "edit_file_by_replace(";
         if x.code.contains(EDIT) && y.code.contains(EDIT) {
@@ -283,7 +283,7 @@ pub fn same_action(a: &Action, b: &Action) -> bool {
 
 /// Observations are the same when their type, extras and content are; for `run`, the command,
 /// exit code and content (the pid, user, host and directory may differ).
-pub fn same_observation(a: &Observation, b: &Observation) -> bool {
+pub(crate) fn same_observation(a: &Observation, b: &Observation) -> bool {
     match (&a.kind, &b.kind) {
         (ObservationKind::Run(x), ObservationKind::Run(y)) => {
             x.command == y.command

@@ -20,19 +20,19 @@ pub use store::EventLogError;
 
 /// Selects events from a stream (all conditions must hold).
 #[derive(Debug, Clone, Default)]
-pub struct EventFilter {
+pub(crate) struct EventFilter {
     /// Lowest id, inclusive.
-    pub start_id: Option<i64>,
+    pub(crate) start_id: Option<i64>,
     /// Highest id, inclusive.
-    pub end_id: Option<i64>,
+    pub(crate) end_id: Option<i64>,
     /// Wire types (`run`, `message`, `agent_state_changed`...); empty means any.
-    pub types: Vec<String>,
+    pub(crate) types: Vec<String>,
     /// Who produced them.
-    pub source: Option<EventSource>,
+    pub(crate) source: Option<EventSource>,
     /// Newest first.
-    pub reverse: bool,
+    pub(crate) reverse: bool,
     /// At most this many.
-    pub limit: Option<usize>,
+    pub(crate) limit: Option<usize>,
 }
 
 impl EventFilter {
@@ -58,7 +58,8 @@ struct Inner {
 
 impl EventStream {
     /// A stream kept in memory only (tests, benchmarks).
-    pub fn in_memory() -> EventStream {
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> EventStream {
         EventStream::from_parts(Vec::new(), None)
     }
 
@@ -114,42 +115,39 @@ impl EventStream {
     }
 
     /// Every event added from now on, in id order.
-    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<Event>> {
+    pub(crate) fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<Event>> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.lock().subscribers.push(tx);
         rx
     }
 
     /// How many events the stream holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.lock().events.len()
     }
 
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The newest event's id.
-    pub fn latest_id(&self) -> Option<i64> {
+    pub(crate) fn latest_id(&self) -> Option<i64> {
         self.lock().events.len().checked_sub(1).map(|n| n as i64)
     }
 
     /// The event with this id.
-    pub fn get(&self, id: i64) -> Option<Arc<Event>> {
+    pub(crate) fn get(&self, id: i64) -> Option<Arc<Event>> {
         let index = usize::try_from(id).ok()?;
         self.lock().events.get(index).cloned()
     }
 
     /// The `n` newest events, oldest first.
-    pub fn last(&self, n: usize) -> Vec<Arc<Event>> {
+    #[cfg(test)]
+    pub(crate) fn last(&self, n: usize) -> Vec<Arc<Event>> {
         let inner = self.lock();
         let start = inner.events.len().saturating_sub(n);
         inner.events[start..].to_vec()
     }
 
     /// Events `start..=end` (to the newest without `end`).
-    pub fn range(&self, start: i64, end: Option<i64>) -> Vec<Arc<Event>> {
+    pub(crate) fn range(&self, start: i64, end: Option<i64>) -> Vec<Arc<Event>> {
         self.search(&EventFilter {
             start_id: Some(start),
             end_id: end,
@@ -158,7 +156,7 @@ impl EventStream {
     }
 
     /// The events `filter` selects.
-    pub fn search(&self, filter: &EventFilter) -> Vec<Arc<Event>> {
+    pub(crate) fn search(&self, filter: &EventFilter) -> Vec<Arc<Event>> {
         let inner = self.lock();
         let len = inner.events.len() as i64;
         let start = filter.start_id.unwrap_or(0).clamp(0, len) as usize;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use protocol::Event;
 
 /// The file name of a stream in its session directory.
-pub const FILE_NAME: &str = "events.jsonl";
+pub(crate) const FILE_NAME: &str = "events.jsonl";
 
 /// Errors reading or writing a stream's file.
 #[derive(Debug, thiserror::Error)]

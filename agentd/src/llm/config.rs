@@ -56,15 +56,15 @@ pub enum ToolCalling {
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// Per prompt token not read from the cache.
-    pub input_cost_per_token: f64,
+    pub(crate) input_cost_per_token: f64,
     /// Per generated token.
-    pub output_cost_per_token: f64,
+    pub(crate) output_cost_per_token: f64,
     /// Per prompt token read from the cache (default: the input price).
     #[serde(default)]
-    pub cache_read_cost_per_token: Option<f64>,
+    pub(crate) cache_read_cost_per_token: Option<f64>,
     /// Per prompt token written to the cache (default: the input price).
     #[serde(default)]
-    pub cache_write_cost_per_token: Option<f64>,
+    pub(crate) cache_write_cost_per_token: Option<f64>,
 }
 
 /// Settings of an [`Llm`](super::Llm) (the `[llm]` section of the settings file; see the
@@ -87,58 +87,58 @@ pub struct LlmConfig {
     pub tool_calling: Option<ToolCalling>,
     /// Whether the model takes images.
     #[serde(default)]
-    pub vision: bool,
+    pub(crate) vision: bool,
     /// Longest wait for one HTTP call (seconds in TOML).
     #[serde(default = "default_timeout", with = "secs")]
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Folder to write every request/response pair to (OpenHands' `log_completions`).
     #[serde(default)]
-    pub log_completions_folder: Option<PathBuf>,
+    pub(crate) log_completions_folder: Option<PathBuf>,
     /// Folder to write each request body to, exactly as sent, one numbered file per call
     /// (`--dump-requests DIR`).
     #[serde(default)]
     pub dump_requests_folder: Option<PathBuf>,
     /// Sampling temperature (default 0; not sent to reasoning models).
     #[serde(default = "default_temperature")]
-    pub temperature: Option<f64>,
+    pub(crate) temperature: Option<f64>,
     /// Nucleus sampling (not sent to reasoning models).
     #[serde(default)]
-    pub top_p: Option<f64>,
+    pub(crate) top_p: Option<f64>,
     /// Most tokens to generate (`max_tokens`, or `max_completion_tokens` for reasoning models).
     #[serde(default)]
-    pub max_output_tokens: Option<u32>,
+    pub(crate) max_output_tokens: Option<u32>,
     /// The model's context window, reported as `context_window` in the metrics.
     #[serde(default)]
-    pub max_input_tokens: Option<u64>,
+    pub(crate) max_input_tokens: Option<u64>,
     /// `low`, `medium` or `high`, sent as `reasoning_effort` when set.
     #[serde(default)]
-    pub reasoning_effort: Option<String>,
+    pub(crate) reasoning_effort: Option<String>,
     /// Seed for reproducible sampling, where the server supports it.
     #[serde(default)]
-    pub seed: Option<i64>,
+    pub(crate) seed: Option<i64>,
     /// Retries after the first call, for errors a retry can fix.
     #[serde(default = "default_num_retries")]
-    pub num_retries: u32,
+    pub(crate) num_retries: u32,
     /// Shortest wait before a retry (seconds in TOML).
     #[serde(default = "default_retry_min_wait", with = "secs")]
-    pub retry_min_wait: Duration,
+    pub(crate) retry_min_wait: Duration,
     /// Longest wait before a retry, also the cap on a server's `Retry-After` (seconds in TOML).
     #[serde(default = "default_retry_max_wait", with = "secs")]
-    pub retry_max_wait: Duration,
+    pub(crate) retry_max_wait: Duration,
     /// Retry `n` (from 1) waits `retry_multiplier * 2^(n-1)` seconds, clamped to the two
     /// bounds above.
     #[serde(default = "default_retry_multiplier")]
-    pub retry_multiplier: f64,
+    pub(crate) retry_multiplier: f64,
     /// Prices by model name (exact, else the part after the last `/`), in USD per token.
     #[serde(default)]
-    pub prices: BTreeMap<String, Price>,
+    pub(crate) prices: BTreeMap<String, Price>,
     /// Prompted mode: put the worked example in the first user message (default: yes, except
     /// for models whose name contains `openhands-lm`, which were trained on the format).
     #[serde(default)]
-    pub in_context_example: Option<bool>,
+    pub(crate) in_context_example: Option<bool>,
     /// More headers for every request (`api-key` for Azure, `HTTP-Referer` for OpenRouter...).
     #[serde(default)]
-    pub extra_headers: BTreeMap<String, String>,
+    pub(crate) extra_headers: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for LlmConfig {
@@ -189,7 +189,7 @@ fn default_retry_multiplier() -> f64 {
 mod secs {
     use serde::{Deserialize, Deserializer, de::Error};
     use std::time::Duration;
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let secs = f64::deserialize(d)?;
         Duration::try_from_secs_f64(secs).map_err(D::Error::custom)
     }
@@ -226,7 +226,8 @@ impl LlmConfig {
     /// Overrides model, base URL and API key with the variables `LLM_MODEL`, `LLM_BASE_URL`
     /// and `LLM_API_KEY` that `var` gives and that are not empty (for callers that keep their
     /// own environment; the CLI reads these variables through its flags).
-    pub fn apply_vars(&mut self, var: impl Fn(&str) -> Option<String>) {
+    #[cfg(test)]
+    pub(crate) fn apply_vars(&mut self, var: impl Fn(&str) -> Option<String>) {
         let get = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         if let Some(model) = get("LLM_MODEL") {
             self.model = model;
@@ -240,7 +241,7 @@ impl LlmConfig {
     }
 
     /// The tool-calling mode: the configured one, else by model name.
-    pub fn effective_tool_calling(&self) -> ToolCalling {
+    pub(crate) fn effective_tool_calling(&self) -> ToolCalling {
         self.tool_calling.unwrap_or_else(|| {
             if features::supports_native_tool_calling(&self.model) {
                 ToolCalling::Native
@@ -252,7 +253,7 @@ impl LlmConfig {
 
     /// The price of the configured model: by its exact name, else by its name after the last
     /// `/` (`openrouter/openai/gpt-4o` finds `gpt-4o`).
-    pub fn price(&self) -> Option<Price> {
+    pub(crate) fn price(&self) -> Option<Price> {
         if let Some(price) = self.prices.get(&self.model) {
             return Some(*price);
         }
@@ -262,7 +263,7 @@ impl LlmConfig {
 
     /// The URL requests go to: the base URL with `/chat/completions` appended (unless it
     /// already ends with it).
-    pub fn completions_url(&self) -> String {
+    pub(crate) fn completions_url(&self) -> String {
         let base = self.base_url.trim_end_matches('/');
         if base.ends_with("/chat/completions") {
             base.to_owned()

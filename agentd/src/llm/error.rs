@@ -29,7 +29,7 @@ pub enum LlmError {
 impl LlmError {
     /// The kind: `kind` of [`LlmError::Failed`], [`ErrorKind::FunctionCallValidation`] for
     /// [`LlmError::ToolCallFormat`].
-    pub fn kind(&self) -> ErrorKind {
+    pub(crate) fn kind(&self) -> ErrorKind {
         match self {
             LlmError::ToolCallFormat(_) => ErrorKind::FunctionCallValidation,
             LlmError::Failed { kind, .. } => *kind,
@@ -38,7 +38,7 @@ impl LlmError {
 
     /// Whether the prompt did not fit the model's context window (the caller should condense
     /// the history).
-    pub fn is_context_window_exceeded(&self) -> bool {
+    pub(crate) fn is_context_window_exceeded(&self) -> bool {
         self.kind() == ErrorKind::ContextWindowExceeded
     }
 
@@ -86,7 +86,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// The error type name, as OpenHands/litellm report it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ErrorKind::RateLimit => "RateLimitError",
             ErrorKind::Connection => "APIConnectionError",
@@ -107,7 +107,7 @@ impl ErrorKind {
 
     /// Whether another attempt can succeed (for most errors of the kind: an exhausted quota
     /// is a [`ErrorKind::RateLimit`] that cannot).
-    pub fn is_retryable(self) -> bool {
+    pub(crate) fn is_retryable(self) -> bool {
         matches!(
             self,
             ErrorKind::RateLimit
@@ -129,12 +129,12 @@ impl std::fmt::Display for ErrorKind {
 /// One failed attempt.
 #[derive(Debug, Clone)]
 pub(crate) struct AttemptError {
-    pub kind: ErrorKind,
-    pub message: String,
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
     /// Whether another attempt can succeed.
-    pub retryable: bool,
+    pub(crate) retryable: bool,
     /// The server's `Retry-After` (or `retry-after-ms`).
-    pub retry_after: Option<Duration>,
+    pub(crate) retry_after: Option<Duration>,
 }
 
 impl AttemptError {

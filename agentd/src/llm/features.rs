@@ -9,7 +9,7 @@
 
 /// Models that call tools natively (`tools`/`tool_calls`). Any other model is prompted,
 /// unless `tool_calling` is set.
-pub const NATIVE_TOOL_CALLING: &[&str] = &[
+pub(crate) const NATIVE_TOOL_CALLING: &[&str] = &[
     // Anthropic
     "claude-3-7-sonnet*",
     "claude-3.7-sonnet*",
@@ -40,30 +40,30 @@ pub const NATIVE_TOOL_CALLING: &[&str] = &[
 ];
 
 /// Models that reject the `stop` parameter (prompted mode then relies on parsing alone).
-pub const NO_STOP_WORDS: &[&str] = &["o1*", "grok-4-0709", "deepseek-r1-0528*"];
+pub(crate) const NO_STOP_WORDS: &[&str] = &["o1*", "grok-4-0709", "deepseek-r1-0528*"];
 
 /// OpenAI's reasoning models: they reject `temperature`/`top_p` and take
 /// `max_completion_tokens` instead of `max_tokens`.
-pub const REASONING: &[&str] = &["o1*", "o3*", "o4*", "gpt-5*"];
+pub(crate) const REASONING: &[&str] = &["o1*", "o3*", "o4*", "gpt-5*"];
 
 /// Whether `model` calls tools natively.
-pub fn supports_native_tool_calling(model: &str) -> bool {
+pub(crate) fn supports_native_tool_calling(model: &str) -> bool {
     matches_any(model, NATIVE_TOOL_CALLING)
 }
 
 /// Whether `model` accepts stop words.
-pub fn supports_stop_words(model: &str) -> bool {
+pub(crate) fn supports_stop_words(model: &str) -> bool {
     !matches_any(model, NO_STOP_WORDS)
 }
 
 /// Whether `model` is one of OpenAI's reasoning models.
-pub fn is_reasoning_model(model: &str) -> bool {
+pub(crate) fn is_reasoning_model(model: &str) -> bool {
     matches_any(model, REASONING)
 }
 
 /// The name patterns are compared with: lowercased, provider prefix, Ollama tag and `-gguf`
 /// removed.
-pub fn normalize(model: &str) -> String {
+pub(crate) fn normalize(model: &str) -> String {
     let raw = model.trim().to_lowercase();
     let base = raw.rsplit('/').next().unwrap_or(&raw);
     let base = base.split(':').next().unwrap_or(base);
@@ -71,7 +71,7 @@ pub fn normalize(model: &str) -> String {
 }
 
 /// Whether `model` matches one of `patterns` (see the module docs).
-pub fn matches_any(model: &str, patterns: &[&str]) -> bool {
+pub(crate) fn matches_any(model: &str, patterns: &[&str]) -> bool {
     let raw = model.trim().to_lowercase();
     let name = normalize(model);
     patterns.iter().any(|pattern| {

@@ -11,23 +11,23 @@ use super::config::Price;
 
 /// Token counts of one call, or accumulated (OpenHands' `TokenUsage`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TokenUsage {
+pub(crate) struct TokenUsage {
     /// The model.
-    pub model: String,
+    pub(crate) model: String,
     /// Prompt tokens (cached ones included).
-    pub prompt_tokens: u64,
+    pub(crate) prompt_tokens: u64,
     /// Generated tokens.
-    pub completion_tokens: u64,
+    pub(crate) completion_tokens: u64,
     /// Prompt tokens read from the provider's cache.
-    pub cache_read_tokens: u64,
+    pub(crate) cache_read_tokens: u64,
     /// Prompt tokens written to the provider's cache.
-    pub cache_write_tokens: u64,
+    pub(crate) cache_write_tokens: u64,
     /// The model's context window (`max_input_tokens`; 0 when unknown).
-    pub context_window: u64,
+    pub(crate) context_window: u64,
     /// Prompt plus completion tokens of the last call.
-    pub per_turn_token: u64,
+    pub(crate) per_turn_token: u64,
     /// The response id (empty when accumulated).
-    pub response_id: String,
+    pub(crate) response_id: String,
 }
 
 impl TokenUsage {
@@ -47,56 +47,56 @@ impl TokenUsage {
 
 /// The cost of one call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Cost {
+pub(crate) struct Cost {
     /// The model.
-    pub model: String,
+    pub(crate) model: String,
     /// USD.
-    pub cost: f64,
+    pub(crate) cost: f64,
     /// Unix time of the call, in seconds.
-    pub timestamp: f64,
+    pub(crate) timestamp: f64,
 }
 
 /// The latency of one call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ResponseLatency {
+pub(crate) struct ResponseLatency {
     /// The model.
-    pub model: String,
+    pub(crate) model: String,
     /// Seconds from sending the request to reading the whole answer (of the attempt that
     /// succeeded).
-    pub latency: f64,
+    pub(crate) latency: f64,
     /// The response id.
-    pub response_id: String,
+    pub(crate) response_id: String,
 }
 
 /// Everything an [`Llm`](super::Llm) (and its clones) spent so far.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// The model.
-    pub model_name: String,
+    pub(crate) model_name: String,
     /// Total cost in USD.
-    pub accumulated_cost: f64,
+    pub(crate) accumulated_cost: f64,
     /// Total token counts.
-    pub accumulated_token_usage: TokenUsage,
+    pub(crate) accumulated_token_usage: TokenUsage,
     /// Each call's cost.
-    pub costs: Vec<Cost>,
+    pub(crate) costs: Vec<Cost>,
     /// Each call's latency.
-    pub response_latencies: Vec<ResponseLatency>,
+    pub(crate) response_latencies: Vec<ResponseLatency>,
     /// Each call's token counts.
-    pub token_usages: Vec<TokenUsage>,
+    pub(crate) token_usages: Vec<TokenUsage>,
 }
 
 /// What one call adds to the [`Metrics`].
 #[derive(Debug, Clone)]
 pub(crate) struct CallMetrics {
-    pub usage: TokenUsage,
-    pub cost: f64,
-    pub latency: Duration,
-    pub timestamp: f64,
+    pub(crate) usage: TokenUsage,
+    pub(crate) cost: f64,
+    pub(crate) latency: Duration,
+    pub(crate) timestamp: f64,
 }
 
 impl Metrics {
     /// Empty metrics for `model`.
-    pub fn new(model: &str) -> Metrics {
+    pub(crate) fn new(model: &str) -> Metrics {
         Metrics {
             model_name: model.to_owned(),
             accumulated_token_usage: TokenUsage {
@@ -109,7 +109,7 @@ impl Metrics {
 
     /// The metrics as OpenHands' `Metrics.get()` JSON (the shape of an action's
     /// `llm_metrics`).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let costs: Vec<Value> = self
             .costs
             .iter()

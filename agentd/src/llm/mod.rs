@@ -17,9 +17,9 @@
 
 mod config;
 mod error;
-pub mod features;
+pub(crate) mod features;
 mod metrics;
-pub mod prompted;
+pub(crate) mod prompted;
 mod record;
 #[cfg(test)]
 mod tests;
@@ -28,13 +28,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-pub use config::{DEFAULT_BASE_URL, LlmConfig, Price, ToolCalling};
+pub use config::{DEFAULT_BASE_URL, LlmConfig, ToolCalling};
 use error::AttemptError;
 pub use error::{ErrorKind, LlmError};
-pub use metrics::{Cost, Metrics, ResponseLatency, TokenUsage};
-pub use protocol::llm::{
-    ChatRequest, ChatResponse, Content, ContentPart, FunctionCall, FunctionDef, Message, Role,
-    Tool, ToolCall, Usage,
+pub(crate) use metrics::Metrics;
+pub(crate) use protocol::llm::{
+    ChatRequest, ChatResponse, Content, ContentPart, Message, Role, Tool,
 };
 use record::{CompletionLog, RequestDump};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -42,17 +41,17 @@ use serde_json::Value;
 
 /// One answer of the model, in native form whatever the mode.
 #[derive(Debug, Clone)]
-pub struct Completion {
+pub(crate) struct Completion {
     /// The assistant message: its text (in prompted mode, the text before the call) and its
     /// tool calls (in prompted mode, parsed from the text, with generated ids).
-    pub message: Message,
+    pub(crate) message: Message,
     /// The whole response (in prompted mode, with the message replaced by the native form):
     /// `model_response` of the actions' `ToolCallMetadata`.
-    pub response: ChatResponse,
+    pub(crate) response: ChatResponse,
     /// The metrics for the actions: the accumulated cost and token usage after this call, and
     /// lists (`costs`, `response_latencies`, `token_usages`) holding only this call's entries.
     /// [`Metrics::to_json`] makes an action's `llm_metrics` of them.
-    pub metrics: Metrics,
+    pub(crate) metrics: Metrics,
 }
 
 /// What the retry listener is told before each wait.
@@ -69,7 +68,7 @@ pub struct RetryNotice {
 }
 
 /// Called before each retry (for progress displays).
-pub type RetryListener = Arc<dyn Fn(&RetryNotice) + Send + Sync>;
+pub(crate) type RetryListener = Arc<dyn Fn(&RetryNotice) + Send + Sync>;
 
 /// A chat-completions client; cheap to clone (clones share metrics and the HTTP connection
 /// pool).
@@ -188,28 +187,24 @@ impl Llm {
         self
     }
 
-    /// The settings.
-    pub fn config(&self) -> &LlmConfig {
-        &self.inner.config
-    }
-
     /// Native or prompted (the configured mode, else chosen by model name).
-    pub fn tool_calling(&self) -> ToolCalling {
+    pub(crate) fn tool_calling(&self) -> ToolCalling {
         self.inner.tool_calling
     }
 
     /// Whether images may be sent.
-    pub fn vision(&self) -> bool {
+    pub(crate) fn vision(&self) -> bool {
         self.inner.config.vision
     }
 
     /// Everything spent so far, by this client and its clones.
-    pub fn metrics(&self) -> Metrics {
+    #[cfg(test)]
+    pub(crate) fn metrics(&self) -> Metrics {
         lock(&self.inner.metrics).clone()
     }
 
     /// The request [`completion`](Self::completion) sends for `messages` and `tools`.
-    pub fn request(&self, messages: &[Message], tools: &[Tool]) -> ChatRequest {
+    pub(crate) fn request(&self, messages: &[Message], tools: &[Tool]) -> ChatRequest {
         let config = &self.inner.config;
         let prompted = self.tool_calling() == ToolCalling::Prompted && !tools.is_empty();
         let reasoning = features::is_reasoning_model(&config.model);
@@ -253,7 +248,7 @@ impl Llm {
 
     /// One completion of `messages` (native form: `role=tool` results, assistant `tool_calls`)
     /// with `tools` (may be empty).
-    pub async fn completion(
+    pub(crate) async fn completion(
         &self,
         messages: Vec<Message>,
         tools: &[Tool],

@@ -22,7 +22,7 @@ use protocol::llm::{Content, ContentPart, FunctionCall, Message, Role, Tool, Too
 use serde_json::{Map, Value};
 
 /// The stop words of a prompted request.
-pub const STOP_WORDS: &[&str] = &["</function"];
+pub(crate) const STOP_WORDS: &[&str] = &["</function"];
 
 const FORMAT_INSTRUCTIONS: &str = "If you choose to call a function ONLY reply in the following format with NO suffix:
 
@@ -63,7 +63,7 @@ Do NOT assume the environment is the same as in the example above.
 ";
 
 /// Appended to the first user message after the task when the example is given.
-pub const EXAMPLE_SUFFIX: &str = "
+pub(crate) const EXAMPLE_SUFFIX: &str = "
 --------------------- END OF NEW TASK DESCRIPTION ---------------------
 
 PLEASE follow the format strictly! PLEASE EMIT ONE AND ONLY ONE FUNCTION CALL PER MESSAGE.
@@ -72,7 +72,7 @@ PLEASE follow the format strictly! PLEASE EMIT ONE AND ONLY ONE FUNCTION CALL PE
 const FIB_V1: &str = "a, b = 0, 1\nfor _ in range(10):\n    print(a)\n    a, b = b, a + b\n";
 
 /// The tools' descriptions, as the reference renders them.
-pub fn describe_tools(tools: &[Tool]) -> String {
+pub(crate) fn describe_tools(tools: &[Tool]) -> String {
     let mut out = String::new();
     for (i, tool) in tools.iter().enumerate() {
         let function = &tool.function;
@@ -119,7 +119,7 @@ pub fn describe_tools(tools: &[Tool]) -> String {
 }
 
 /// What is appended to the system prompt: the tools and the format's instructions.
-pub fn system_suffix(tools: &[Tool]) -> String {
+pub(crate) fn system_suffix(tools: &[Tool]) -> String {
     format!(
         "\nYou have access to the following functions:\n\n{}\n\n{FORMAT_INSTRUCTIONS}",
         describe_tools(tools)
@@ -128,7 +128,7 @@ pub fn system_suffix(tools: &[Tool]) -> String {
 
 /// The worked example for the first user message, or `None` when none of the tools it
 /// shows (`execute_bash`, `str_replace_editor`, `finish`) is present.
-pub fn in_context_example(tools: &[Tool]) -> Option<String> {
+pub(crate) fn in_context_example(tools: &[Tool]) -> Option<String> {
     let find = |name: &str| tools.iter().find(|t| t.function.name == name);
     let bash = find("execute_bash");
     let editor = find("str_replace_editor");
@@ -262,7 +262,7 @@ fn render_tool_call(call: &ToolCall) -> String {
 /// Turns native messages into prompted ones: the tools appended to the system message (one is
 /// added if there is none), the example around the first user message, assistant tool calls
 /// as text, tool results as `EXECUTION RESULT of [NAME]:` user messages.
-pub fn to_prompted(messages: &[Message], tools: &[Tool], example: bool) -> Vec<Message> {
+pub(crate) fn to_prompted(messages: &[Message], tools: &[Tool], example: bool) -> Vec<Message> {
     let suffix = system_suffix(tools);
     let example = if example {
         in_context_example(tools)
@@ -414,17 +414,17 @@ fn wrap_first_text(content: &mut Content, before: &str, after: &str) {
 
 /// A prompted answer, parsed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     /// The text before the call (all of it when there is no call); `None` when empty.
-    pub content: Option<String>,
+    pub(crate) content: Option<String>,
     /// The call, with a generated id and JSON arguments typed by the tool's schema.
-    pub call: Option<ToolCall>,
+    pub(crate) call: Option<ToolCall>,
 }
 
 /// Parses the model's text answer. `truncated`: the answer ended because it hit the output
 /// token limit (`finish_reason` `length`), so an unclosed call is cut off, not stopped by the
 /// stop word. Errors are messages for the model.
-pub fn parse_answer(text: &str, tools: &[Tool], truncated: bool) -> Result<Parsed, String> {
+pub(crate) fn parse_answer(text: &str, tools: &[Tool], truncated: bool) -> Result<Parsed, String> {
     const OPEN: &str = "<function=";
     const CLOSE: &str = "</function>";
     let Some(start) = text.find(OPEN) else {

@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use testkit::{FakeLlm, Reply};
 
+use super::config::Price;
 use super::*;
+use protocol::llm::{FunctionCall, FunctionDef, ToolCall, Usage};
 
 fn tool(name: &str, description: &str, parameters: Value) -> Tool {
     Tool {

@@ -36,11 +36,11 @@ use super::view::{View, is_user_message};
 use crate::llm::{Llm, LlmError, Message};
 
 /// What an old observation shows under [`ObservationMasking`].
-pub const MASKED: &str = "<MASKED>";
+pub(crate) const MASKED: &str = "<MASKED>";
 
 /// What a condenser makes of a view.
 #[derive(Debug, Clone)]
-pub enum Condensed {
+pub(crate) enum Condensed {
     /// Prompt with this view.
     View(View),
     /// Return this `condensation` action as the step's action (and do not call the model).
@@ -52,7 +52,7 @@ pub type CondenseFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Condensed, CondenserError>> + Send + 'a>>;
 
 /// Shrinks views.
-pub trait Condenser: Send + std::fmt::Debug {
+pub(crate) trait Condenser: Send + std::fmt::Debug {
     /// The view to prompt with, or a condensation to record first.
     fn condense<'a>(&'a mut self, view: View) -> CondenseFuture<'a>;
 }
@@ -136,7 +136,7 @@ impl CondenserConfig {
     /// The condenser these settings describe; `llm` is the model the LLM condenser summarises
     /// with (required for it, unused by the others). Token estimates use the default
     /// [`ConversationMemory`] rendering.
-    pub fn build(&self, llm: Option<Llm>) -> Result<Box<dyn Condenser>, CondenserError> {
+    pub(crate) fn build(&self, llm: Option<Llm>) -> Result<Box<dyn Condenser>, CondenserError> {
         let memory = ConversationMemory::default();
         Ok(match *self {
             CondenserConfig::NoOp => Box::new(NoOp),
@@ -211,18 +211,18 @@ impl Condenser for NoOp {
 #[derive(Debug, Clone)]
 pub struct RecentEvents {
     /// Events kept at the start.
-    pub keep_first: usize,
+    pub(crate) keep_first: usize,
     /// Most events before condensing.
-    pub max_events: usize,
+    pub(crate) max_events: usize,
     /// Most estimated prompt tokens before condensing.
-    pub max_tokens: Option<usize>,
+    pub(crate) max_tokens: Option<usize>,
     /// The rendering the token estimates use.
-    pub memory: ConversationMemory,
+    pub(crate) memory: ConversationMemory,
 }
 
 impl RecentEvents {
     /// The condensation for `view`, if it needs one.
-    pub fn condensation(&self, view: &View) -> Option<Action> {
+    pub(crate) fn condensation(&self, view: &View) -> Option<Action> {
         if !over_limits(view, &self.memory, self.max_events, self.max_tokens) {
             return None;
         }
@@ -255,12 +255,12 @@ impl Condenser for RecentEvents {
 #[derive(Debug, Clone, Copy)]
 pub struct ObservationMasking {
     /// Newest events whose observations stay whole.
-    pub attention_window: usize,
+    pub(crate) attention_window: usize,
 }
 
 impl ObservationMasking {
     /// `view` with its old observations masked.
-    pub fn mask(&self, view: &View) -> View {
+    pub(crate) fn mask(&self, view: &View) -> View {
         let keep_from = view.len().saturating_sub(self.attention_window);
         let events = view
             .events()
@@ -295,32 +295,32 @@ impl Condenser for ObservationMasking {
 #[derive(Debug, Clone)]
 pub struct LlmSummarizing {
     /// The model that summarises.
-    pub llm: Llm,
+    pub(crate) llm: Llm,
     /// Events kept at the start, before the summary.
-    pub keep_first: usize,
+    pub(crate) keep_first: usize,
     /// Most events before condensing.
-    pub max_size: usize,
+    pub(crate) max_size: usize,
     /// Most estimated prompt tokens before condensing.
-    pub max_tokens: Option<usize>,
+    pub(crate) max_tokens: Option<usize>,
     /// Longest text of one event in the prompt (characters).
-    pub max_event_length: usize,
+    pub(crate) max_event_length: usize,
     /// The rendering the token estimates and event texts use.
-    pub memory: ConversationMemory,
+    pub(crate) memory: ConversationMemory,
 }
 
 /// Which events of a view a rolling condenser keeps: `..head` and `tail..`; it forgets the
 /// events between (a previous summary among them is replaced).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cut {
+pub(crate) struct Cut {
     /// Events kept at the start.
-    pub head: usize,
+    pub(crate) head: usize,
     /// Index of the first event kept at the end (`len` when none).
-    pub tail: usize,
+    pub(crate) tail: usize,
 }
 
 impl LlmSummarizing {
     /// Where to cut `view`, if it needs condensing.
-    pub fn plan(&self, view: &View) -> Option<Cut> {
+    pub(crate) fn plan(&self, view: &View) -> Option<Cut> {
         if !over_limits(view, &self.memory, self.max_size, self.max_tokens) {
             return None;
         }
@@ -335,7 +335,7 @@ impl LlmSummarizing {
     }
 
     /// The summarising prompt for the events `cut` forgets.
-    pub fn prompt(&self, view: &View, cut: Cut) -> String {
+    pub(crate) fn prompt(&self, view: &View, cut: Cut) -> String {
         let mut prompt = String::from(SUMMARY_INSTRUCTIONS);
         let previous = truncate_content(
             view.summary().unwrap_or_default(),
@@ -357,7 +357,7 @@ impl LlmSummarizing {
     }
 
     /// The condensation that replaces the events `cut` forgets with `summary`.
-    pub fn condensation(&self, view: &View, cut: Cut, summary: &str) -> Action {
+    pub(crate) fn condensation(&self, view: &View, cut: Cut, summary: &str) -> Action {
         let limit = self.max_tokens.map(|t| t / 4 * CHARS_PER_TOKEN);
         let summary = truncate_content(summary.trim(), limit);
         condensation_action(view, cut, Some(summary.into_owned()))
@@ -397,7 +397,7 @@ impl Condenser for LlmSummarizing {
 }
 
 /// The summarising instructions (in the spirit of OpenHands' LLM summarising condenser).
-pub const SUMMARY_INSTRUCTIONS: &str = "\
+pub(crate) const SUMMARY_INSTRUCTIONS: &str = "\
 You keep the running memory of an autonomous agent. The oldest events of its session are about \
 to leave its context: write the summary that will stand in for them, folding in the previous \
 summary if there is one, so that the agent can carry on without them.

@@ -41,22 +41,22 @@ use super::view::{View, is_user_message};
 
 /// The longest observation text (in characters) put in a message by default; longer ones lose
 /// their middle. The same limit as sandboxd's cut of command output.
-pub const DEFAULT_MAX_MESSAGE_CHARS: usize = MAX_OBSERVATION_CHARS;
+pub(crate) const DEFAULT_MAX_MESSAGE_CHARS: usize = MAX_OBSERVATION_CHARS;
 
 /// The line that replaces an inline image in IPython output (the image itself is sent apart,
 /// or not at all).
-pub const IPYTHON_IMAGE_LINE: &str =
+pub(crate) const IPYTHON_IMAGE_LINE: &str =
     "![image](data:image/png;base64, ...) already displayed to user";
 
 /// Turns events into messages.
 #[derive(Debug, Clone)]
-pub struct ConversationMemory {
+pub(crate) struct ConversationMemory {
     /// Whether the model takes images: user images and IPython plots become `image_url` parts.
-    pub vision: bool,
+    pub(crate) vision: bool,
     /// The longest observation text put in a message; `None`: no limit.
-    pub max_message_chars: Option<usize>,
+    pub(crate) max_message_chars: Option<usize>,
     /// The system prompt, for a history without a `system` action.
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// The model responses of the last view's tool calls, decoded once.
     responses: DecodedResponses,
 }
@@ -84,7 +84,7 @@ enum ActionRoute {
 
 impl ConversationMemory {
     /// The messages for `view`, ready for [`crate::llm::Llm::completion`].
-    pub fn process_events(&self, view: &View) -> Vec<Message> {
+    pub(crate) fn process_events(&self, view: &View) -> Vec<Message> {
         self.responses.retain_view(view.events());
         let mut events: Vec<&Event> = view.iter().collect();
         let has_system = events.iter().any(|e| is_system(e));
@@ -181,7 +181,7 @@ impl ConversationMemory {
     /// The estimated tokens `event` adds to a conversation on its own (see [`tokens`]): an
     /// upper bound, since every action of a model response is charged the whole assistant
     /// message. Condensers add these up to decide what to keep.
-    pub fn event_tokens(&self, event: &Event) -> usize {
+    pub(crate) fn event_tokens(&self, event: &Event) -> usize {
         // One token of slack for the blank line between consecutive user messages.
         1 + match event {
             Event::Action(action) => match self.action_route(action) {
@@ -203,7 +203,7 @@ impl ConversationMemory {
     }
 
     /// The estimated tokens of the conversation [`Self::process_events`] makes of `view`.
-    pub fn view_tokens(&self, view: &View) -> usize {
+    pub(crate) fn view_tokens(&self, view: &View) -> usize {
         tokens::estimate_tokens(&self.process_events(view))
     }
 
@@ -347,7 +347,7 @@ impl ConversationMemory {
     }
 
     /// The text an observation shows the model, images left out: for summaries and logs.
-    pub fn observation_text(&self, observation: &Observation) -> String {
+    pub(crate) fn observation_text(&self, observation: &Observation) -> String {
         self.observation_message(observation, &HashSet::new())
             .and_then(|m| m.content)
             .map(|c| content_text(&c))
@@ -357,7 +357,7 @@ impl ConversationMemory {
 
 /// `run`: prefix, output, suffix, then the working directory, the Python interpreter and the
 /// exit code (once the command has finished), each on its own line when known.
-pub fn render_run(extras: &CmdOutputExtras, content: &str) -> String {
+pub(crate) fn render_run(extras: &CmdOutputExtras, content: &str) -> String {
     let meta = &extras.metadata;
     let mut text = format!("{}{content}{}", meta.prefix, meta.suffix);
     if let Some(dir) = meta.working_dir.as_deref().filter(|d| !d.is_empty()) {
@@ -393,7 +393,7 @@ const SCROLLED_AWAY: &str = "truncated";
 
 /// `run_ipython`: the cell's output with every inline base64 image line replaced by
 /// [`IPYTHON_IMAGE_LINE`] (the images go as parts of their own, when the model has vision).
-pub fn render_ipython(content: &str) -> String {
+pub(crate) fn render_ipython(content: &str) -> String {
     content
         .split('\n')
         .map(|line| {
@@ -409,7 +409,7 @@ pub fn render_ipython(content: &str) -> String {
 
 /// `edit`: the `oh_aci` editor's own text (its result, with a snippet of the edited file); for
 /// another editor, the note that a new file was created, or the content.
-pub fn render_edit(extras: &FileEditExtras, content: &str) -> String {
+pub(crate) fn render_edit(extras: &FileEditExtras, content: &str) -> String {
     if extras.impl_source == "oh_aci" || extras.prev_exist {
         return content.to_string();
     }
@@ -420,7 +420,7 @@ pub fn render_edit(extras: &FileEditExtras, content: &str) -> String {
 }
 
 /// `error`: the (truncated) text and the reference's closing line.
-pub fn render_error(content: &str, max_chars: Option<usize>) -> String {
+pub(crate) fn render_error(content: &str, max_chars: Option<usize>) -> String {
     format!(
         "{}\n[Error occurred in processing last action]",
         truncate_content(content, max_chars)
@@ -428,7 +428,7 @@ pub fn render_error(content: &str, max_chars: Option<usize>) -> String {
 }
 
 /// `user_rejected`: the (truncated) text between the reference's opening and closing lines.
-pub fn render_user_rejected(content: &str, max_chars: Option<usize>) -> String {
+pub(crate) fn render_user_rejected(content: &str, max_chars: Option<usize>) -> String {
     format!(
         "OBSERVATION:\n{}\n[Last action has been rejected by the user]",
         truncate_content(content, max_chars)
@@ -437,13 +437,13 @@ pub fn render_user_rejected(content: &str, max_chars: Option<usize>) -> String {
 
 /// A triggered microagent of a `recall` observation.
 #[derive(Debug, Clone, Copy)]
-pub struct Microagent<'a> {
+pub(crate) struct Microagent<'a> {
     /// Its name.
-    pub name: &'a str,
+    pub(crate) name: &'a str,
     /// The word that triggered it.
-    pub trigger: &'a str,
+    pub(crate) trigger: &'a str,
     /// Its knowledge.
-    pub content: &'a str,
+    pub(crate) content: &'a str,
 }
 
 fn microagents(extras: &RecallExtras) -> impl Iterator<Item = Microagent<'_>> {
@@ -461,7 +461,7 @@ fn microagents(extras: &RecallExtras) -> impl Iterator<Item = Microagent<'_>> {
 /// conversation instructions) and the knowledge of triggered microagents not shown before
 /// (`seen`: names of microagents of earlier `recall` observations). Each non-empty block is
 /// one text part; no parts when there is nothing to say.
-pub fn render_recall(extras: &RecallExtras, seen: &HashSet<String>) -> Vec<String> {
+pub(crate) fn render_recall(extras: &RecallExtras, seen: &HashSet<String>) -> Vec<String> {
     let mut parts = Vec::new();
     let workspace = extras.recall_type == "workspace_context";
     if workspace {
@@ -560,7 +560,7 @@ fn render_microagents(agents: &[Microagent<'_>]) -> String {
 
 /// Cuts the middle out of `content` when it is longer than `max_chars` characters (none: no
 /// limit), keeping half of the limit at each end around [`TRUNCATION_NOTICE`].
-pub fn truncate_content(content: &str, max_chars: Option<usize>) -> Cow<'_, str> {
+pub(crate) fn truncate_content(content: &str, max_chars: Option<usize>) -> Cow<'_, str> {
     match max_chars {
         Some(max) => truncate_middle(content, max),
         None => Cow::Borrowed(content),
@@ -615,7 +615,7 @@ fn as_tool_result(message: Message, meta: &ToolCallMetadata) -> Message {
 }
 
 /// What introduces the images of tool results, moved to a user message.
-pub const TOOL_IMAGES: &str = "Images shown by the tool results above:";
+pub(crate) const TOOL_IMAGES: &str = "Images shown by the tool results above:";
 
 /// A message without its image parts (its text parts joined), and the images.
 fn without_images(message: Message) -> (Message, Vec<ContentPart>) {

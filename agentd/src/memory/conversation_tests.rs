@@ -63,7 +63,7 @@ pub(crate) fn message(text: &str) -> Action {
     }))
 }
 
-pub(crate) fn run(command: &str, meta: Option<ToolCallMetadata>) -> Action {
+pub fn run(command: &str, meta: Option<ToolCallMetadata>) -> Action {
     Action {
         tool_call_metadata: meta,
         ..Action::from(ActionKind::Run(CmdRunArgs::new(command)))

@@ -16,15 +16,13 @@
 //! Sizes are measured in events and in estimated tokens ([`tokens`]: about four characters per
 //! token, no tokenizer).
 
-pub mod condenser;
-pub mod conversation;
+pub(crate) mod condenser;
+pub(crate) mod conversation;
 mod responses;
-pub mod tokens;
-pub mod view;
+pub(crate) mod tokens;
+pub(crate) mod view;
 
-pub use condenser::{
-    CondenseFuture, Condensed, Condenser, CondenserConfig, CondenserError, LlmSummarizing, NoOp,
-    ObservationMasking, RecentEvents,
-};
-pub use conversation::{ConversationMemory, DEFAULT_MAX_MESSAGE_CHARS};
-pub use view::View;
+pub(crate) use condenser::{Condensed, Condenser};
+pub use condenser::{CondenserConfig, CondenserError};
+pub(crate) use conversation::ConversationMemory;
+pub(crate) use view::View;

@@ -11,19 +11,19 @@
 use protocol::llm::{Content, ContentPart, Message};
 
 /// Characters per token.
-pub const CHARS_PER_TOKEN: usize = 4;
+pub(crate) const CHARS_PER_TOKEN: usize = 4;
 /// Tokens every message costs besides its text.
-pub const MESSAGE_OVERHEAD: usize = 4;
+pub(crate) const MESSAGE_OVERHEAD: usize = 4;
 /// Tokens an image costs (OpenAI's figure for one 512-pixel tile at high detail).
-pub const IMAGE_TOKENS: usize = 765;
+pub(crate) const IMAGE_TOKENS: usize = 765;
 
 /// The estimated tokens of `text`.
-pub fn text_tokens(text: &str) -> usize {
+pub(crate) fn text_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(CHARS_PER_TOKEN)
 }
 
 /// The estimated tokens of one message.
-pub fn message_tokens(message: &Message) -> usize {
+pub(crate) fn message_tokens(message: &Message) -> usize {
     let content = match &message.content {
         None => 0,
         Some(Content::Text(text)) => text_tokens(text),
@@ -51,7 +51,7 @@ pub fn message_tokens(message: &Message) -> usize {
 }
 
 /// The estimated tokens of a conversation.
-pub fn estimate_tokens(messages: &[Message]) -> usize {
+pub(crate) fn estimate_tokens(messages: &[Message]) -> usize {
     messages.iter().map(message_tokens).sum()
 }
 

@@ -11,13 +11,15 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+#[cfg(test)]
+use protocol::Action;
 use protocol::action::CondensationArgs;
 use protocol::observation::EmptyExtras;
-use protocol::{Action, ActionKind, Event, EventSource, Observation, ObservationKind};
+use protocol::{ActionKind, Event, EventSource, Observation, ObservationKind};
 
 /// The events an agent reasons over, oldest first, plus what the history says beyond them.
 #[derive(Debug, Clone, Default)]
-pub struct View {
+pub(crate) struct View {
     events: Vec<Arc<Event>>,
     initial_user_message: Option<Arc<Event>>,
     unhandled_condensation_request: bool,
@@ -25,7 +27,7 @@ pub struct View {
 
 impl View {
     /// The view of `history` (the events from `state.start_id` on, in id order).
-    pub fn from_events(history: &[Arc<Event>]) -> View {
+    pub(crate) fn from_events(history: &[Arc<Event>]) -> View {
         let mut forgotten: HashSet<i64> = HashSet::new();
         let mut summary: Option<(&str, usize, Option<i64>)> = None;
         let mut unhandled_condensation_request = false;
@@ -68,7 +70,7 @@ impl View {
 
     /// A view of other `events` with this view's initial user message and pending request: what
     /// a condenser that transforms events returns.
-    pub fn with_events(&self, events: Vec<Arc<Event>>) -> View {
+    pub(crate) fn with_events(&self, events: Vec<Arc<Event>>) -> View {
         View {
             events,
             initial_user_message: self.initial_user_message.clone(),
@@ -77,28 +79,24 @@ impl View {
     }
 
     /// The events, oldest first.
-    pub fn events(&self) -> &[Arc<Event>] {
+    pub(crate) fn events(&self) -> &[Arc<Event>] {
         &self.events
     }
 
     /// How many events the view holds.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.events.len()
     }
 
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
     /// The events, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Event> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Event> {
         self.events.iter().map(AsRef::as_ref)
     }
 
     /// The first user `message` of the history, even when a condensation forgot it: the
     /// conversation must open with it.
-    pub fn initial_user_message(&self) -> Option<&Action> {
+    #[cfg(test)]
+    pub(crate) fn initial_user_message(&self) -> Option<&Action> {
         match self.initial_user_message.as_deref() {
             Some(Event::Action(action)) => Some(action),
             _ => None,
@@ -112,12 +110,12 @@ impl View {
 
     /// Whether a `condensation_request` came after the newest `condensation`: the condenser
     /// should condense now, whatever the size.
-    pub fn unhandled_condensation_request(&self) -> bool {
+    pub(crate) fn unhandled_condensation_request(&self) -> bool {
         self.unhandled_condensation_request
     }
 
     /// The summary the view shows (the content of its `condense` observation), if any.
-    pub fn summary(&self) -> Option<&str> {
+    pub(crate) fn summary(&self) -> Option<&str> {
         self.iter().find_map(|e| match e {
             Event::Observation(o) if matches!(o.kind, ObservationKind::Condense(_)) => {
                 Some(o.content.as_str())
@@ -128,7 +126,7 @@ impl View {
 }
 
 /// The ids a condensation forgets: its list when it has one, else its inclusive range.
-pub fn forgotten_ids(args: &CondensationArgs) -> Vec<i64> {
+pub(crate) fn forgotten_ids(args: &CondensationArgs) -> Vec<i64> {
     match (
         &args.forgotten_event_ids,
         args.forgotten_events_start_id,

@@ -24,7 +24,7 @@ const LOG_LINES: usize = 20;
 #[derive(Debug)]
 pub(super) struct ContainerBackend {
     docker: DockerHost,
-    pub sandbox: SandboxContainer,
+    pub(crate) sandbox: SandboxContainer,
     watcher: JoinHandle<()>,
     removed: bool,
 }
@@ -79,7 +79,10 @@ pub(super) async fn start(
 impl ContainerBackend {
     /// Asks the engine whether the container still runs; records and returns the death if not.
     /// `None` when it runs or the engine cannot tell.
-    pub async fn check(&self, death: &watch::Sender<Option<SandboxDeath>>) -> Option<SandboxDeath> {
+    pub(crate) async fn check(
+        &self,
+        death: &watch::Sender<Option<SandboxDeath>>,
+    ) -> Option<SandboxDeath> {
         let summary = match self.docker.get(&self.sandbox.id).await {
             Ok(_) => return None,
             Err(DockerError::NoSuchSandbox(_)) => "the container is gone".to_string(),
@@ -94,12 +97,12 @@ impl ContainerBackend {
     }
 
     /// The container's last output.
-    pub async fn output(&self) -> String {
+    pub(crate) async fn output(&self) -> String {
         self.docker.tail_logs(&self.sandbox.id, LOG_LINES).await
     }
 
     /// Removes the container (and its socket directory).
-    pub async fn close(mut self) -> Result<(), RuntimeError> {
+    pub(crate) async fn close(mut self) -> Result<(), RuntimeError> {
         self.watcher.abort();
         match self.docker.down(&self.sandbox.id).await {
             Ok(()) | Err(DockerError::NoSuchSandbox(_)) => {

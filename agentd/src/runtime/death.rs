@@ -14,7 +14,7 @@ pub struct SandboxDeath {
     /// exited with status 137 (out of memory)`.
     pub summary: String,
     /// The sandbox's last output (sandboxd's stderr, the container's log), for people.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 impl fmt::Display for SandboxDeath {

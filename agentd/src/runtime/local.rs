@@ -65,9 +65,9 @@ pub(super) struct LocalSandbox {
 /// What [`start`] returns: the sandbox, where it listens and its key.
 #[derive(Debug)]
 pub(super) struct Started {
-    pub sandbox: LocalSandbox,
-    pub url: String,
-    pub session_api_key: String,
+    pub(crate) sandbox: LocalSandbox,
+    pub(crate) url: String,
+    pub(crate) session_api_key: String,
 }
 
 /// Starts sandboxd and waits until it listens. On failure nothing is left running.
@@ -195,17 +195,17 @@ pub(super) async fn start(
 
 impl LocalSandbox {
     /// sandboxd's pid (also its process group id).
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.process.pid
     }
 
     /// sandboxd's last stderr lines.
-    pub fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         self.process.stderr.text()
     }
 
     /// Stops sandboxd and everything it started, and waits until they are gone (bounded).
-    pub async fn stop(&mut self) -> Result<(), RuntimeError> {
+    pub(crate) async fn stop(&mut self) -> Result<(), RuntimeError> {
         if self.stopped {
             return Ok(());
         }

@@ -20,7 +20,7 @@
 
 mod container;
 mod death;
-pub mod docker;
+pub(crate) mod docker;
 mod local;
 mod remote;
 mod sandbox;
@@ -59,7 +59,7 @@ pub enum RuntimeKind {
 
 impl RuntimeKind {
     /// The configuration name (`local`, `docker`, `remote`).
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             RuntimeKind::Local => "local",
             RuntimeKind::Docker => "docker",
@@ -290,9 +290,9 @@ pub mod error_id {
     /// The sandbox could not be reached; the action may or may not have run.
     pub const UNREACHABLE: &str = "AGENT_RUNTIME$UNREACHABLE";
     /// No answer within the action's timeout (plus the HTTP margin).
-    pub const TIMEOUT: &str = "AGENT_RUNTIME$TIMEOUT";
+    pub(crate) const TIMEOUT: &str = "AGENT_RUNTIME$TIMEOUT";
     /// The sandbox refused the request (HTTP error: bad key, malformed or unknown action).
-    pub const REFUSED: &str = "AGENT_RUNTIME$REFUSED";
+    pub(crate) const REFUSED: &str = "AGENT_RUNTIME$REFUSED";
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ pub(super) struct ApiSandbox {
 
 impl ApiSandbox {
     /// Stops the sandbox, unless it is to be kept.
-    pub async fn close(self) -> Result<(), RuntimeError> {
+    pub(crate) async fn close(self) -> Result<(), RuntimeError> {
         if self.keep {
             tracing::info!(runtime_id = %self.runtime_id, "leaving the sandbox running");
             return Ok(());

@@ -172,7 +172,7 @@ impl Runtime {
     }
 
     /// How the sandbox died, if it did.
-    pub fn death(&self) -> Option<SandboxDeath> {
+    pub(crate) fn death(&self) -> Option<SandboxDeath> {
         self.death.borrow().clone()
     }
 

@@ -6,29 +6,30 @@ use sha2::{Digest, Sha256};
 /// Who started a sandbox: a fingerprint of the API key (never the key itself), so that only
 /// callers holding that key find the sandbox, learn its session key, or stop it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Caller(String);
+pub(crate) struct Caller(String);
 
 impl Caller {
     /// The fingerprint, as stored in the state files.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
     /// An owner read back from a state file.
-    pub fn from_stored(fingerprint: String) -> Caller {
+    #[cfg(test)]
+    pub(crate) fn from_stored(fingerprint: String) -> Caller {
         Caller(fingerprint)
     }
 }
 
 /// The configured keys (only their SHA-256 digests are kept).
 #[derive(Debug, Clone)]
-pub struct ApiKeys {
+pub(crate) struct ApiKeys {
     digests: Vec<[u8; 32]>,
 }
 
 impl ApiKeys {
     /// The keys; empty ones are dropped.
-    pub fn new<'a>(keys: impl IntoIterator<Item = &'a str>) -> ApiKeys {
+    pub(crate) fn new<'a>(keys: impl IntoIterator<Item = &'a str>) -> ApiKeys {
         ApiKeys {
             digests: keys
                 .into_iter()
@@ -39,13 +40,13 @@ impl ApiKeys {
     }
 
     /// Whether there is no key at all (the service refuses to start then).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.digests.is_empty()
     }
 
     /// The owner for `given` if it is one of the keys. Every key is compared, each in constant
     /// time, so the answer's timing says nothing about which key matched or how closely.
-    pub fn verify(&self, given: &[u8]) -> Option<Caller> {
+    pub(crate) fn verify(&self, given: &[u8]) -> Option<Caller> {
         let given = digest_bytes(given);
         let mut matched = None;
         for key in &self.digests {

@@ -94,7 +94,7 @@ pub fn sandboxd_args(command: &[String]) -> Result<Vec<String>, String> {
 /// `--user-id 0` is root, `--user-id N` the sandbox user as uid and gid N, neither the image's
 /// sandbox user (1000). `Err` for a name the images do not have: the service never runs a
 /// sandbox as someone other than the one asked for.
-pub fn requested_user(args: &[String]) -> Result<SandboxUser, String> {
+pub(crate) fn requested_user(args: &[String]) -> Result<SandboxUser, String> {
     let value = |flag: &str| {
         args.windows(2)
             .rev()

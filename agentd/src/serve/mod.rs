@@ -10,15 +10,15 @@
 //! - [`auth`]: API keys; [`command`]: the caller's start command mapped onto sandboxd;
 //!   [`store`]: claims on disk.
 
-pub mod auth;
-pub mod command;
+pub(crate) mod auth;
+pub(crate) mod command;
 mod images;
 mod pool;
 mod reaper;
 mod recovery;
-pub mod routes;
-pub mod service;
-pub mod store;
+pub(crate) mod routes;
+pub(crate) mod service;
+pub(crate) mod store;
 mod table;
 
 use std::collections::BTreeMap;
@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use crate::runtime::docker::{DockerError, Limits, SandboxConfig, config};
 
-pub use service::SandboxService;
+pub(crate) use service::SandboxService;
 
 /// Everything the service is configured with.
 #[derive(Debug, Clone)]
@@ -110,7 +110,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// `$XDG_STATE_HOME/agentd/serve`, else `~/.local/state/agentd/serve`.
-pub fn default_state_dir() -> PathBuf {
+pub(crate) fn default_state_dir() -> PathBuf {
     crate::config::default_sessions_dir()
         .parent()
         .map(|p| p.join("serve"))

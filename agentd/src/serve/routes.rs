@@ -30,7 +30,7 @@ const MAX_CONCURRENT_REQUESTS: usize = 256;
 type Service = State<Arc<SandboxService>>;
 
 /// The router with every endpoint; bodies above `max_body` bytes are refused (413).
-pub fn router(service: Arc<SandboxService>, max_body: usize) -> Router {
+pub(crate) fn router(service: Arc<SandboxService>, max_body: usize) -> Router {
     let protected = Router::new()
         .route("/start", post(start))
         .route("/stop", post(stop))

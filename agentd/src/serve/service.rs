@@ -39,7 +39,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The sandboxes of one service.
 #[derive(Debug)]
-pub struct SandboxService {
+pub(crate) struct SandboxService {
     config: ServeConfig,
     docker: DockerHost,
     keys: ApiKeys,
@@ -52,7 +52,7 @@ pub struct SandboxService {
 impl SandboxService {
     /// Connects to Docker, makes the pool images sandbox images, and recovers the sandboxes a
     /// previous run of this service left (by label, with their claims from the state directory).
-    pub async fn open(config: ServeConfig) -> Result<SandboxService, ServeError> {
+    pub(crate) async fn open(config: ServeConfig) -> Result<SandboxService, ServeError> {
         let keys = ApiKeys::new(config.api_keys.iter().map(String::as_str));
         if keys.is_empty() {
             return Err(ServeError::Config(
@@ -88,23 +88,23 @@ impl SandboxService {
     }
 
     /// The configured keys.
-    pub fn keys(&self) -> &ApiKeys {
+    pub(crate) fn keys(&self) -> &ApiKeys {
         &self.keys
     }
 
     /// The prefix callers would push images under (`GET /registry_prefix`).
-    pub fn registry_prefix(&self) -> &str {
+    pub(crate) fn registry_prefix(&self) -> &str {
         &self.config.registry_prefix
     }
 
     /// Whether `/start` runs `image`: always, since an image this host does not have runs as
     /// the default sandbox image (docs/protocol.md §9: callers cannot build images here).
-    pub fn image_exists(&self, _image: &str) -> bool {
+    pub(crate) fn image_exists(&self, _image: &str) -> bool {
         true
     }
 
     /// `POST /start`.
-    pub async fn start(
+    pub(crate) async fn start(
         &self,
         owner: &Caller,
         request: StartRequest,
@@ -226,7 +226,7 @@ impl SandboxService {
     }
 
     /// `GET /runtime/{id}`: `pending` until sandboxd answers `/alive`.
-    pub async fn runtime_status(
+    pub(crate) async fn runtime_status(
         &self,
         owner: &Caller,
         runtime_id: &str,
@@ -293,7 +293,7 @@ impl SandboxService {
 
     /// `GET /sessions/{sid}`: `stopped` for a sandbox whose container died (it is forgotten,
     /// so that the caller starts a new one).
-    pub async fn session(
+    pub(crate) async fn session(
         &self,
         owner: &Caller,
         session_id: &str,
@@ -319,7 +319,7 @@ impl SandboxService {
     }
 
     /// `GET /runtimes`: the caller's sandboxes, and the pools' sizes.
-    pub fn list(&self, owner: &Caller) -> RuntimeList {
+    pub(crate) fn list(&self, owner: &Caller) -> RuntimeList {
         RuntimeList {
             runtimes: self.table.summaries(owner),
             warm: self.pools.sizes(),
@@ -327,7 +327,7 @@ impl SandboxService {
     }
 
     /// `POST /stop`: removes the sandbox and forgets its session.
-    pub async fn stop(
+    pub(crate) async fn stop(
         &self,
         owner: &Caller,
         runtime_id: &str,
@@ -360,7 +360,7 @@ impl SandboxService {
 
     /// `POST /pause`: freezes the sandbox (`docker pause`); its data plane does not answer
     /// until `/resume`.
-    pub async fn pause(
+    pub(crate) async fn pause(
         &self,
         owner: &Caller,
         runtime_id: &str,
@@ -377,7 +377,7 @@ impl SandboxService {
     }
 
     /// `POST /resume`: thaws a paused sandbox; its processes and files are as they were.
-    pub async fn resume(
+    pub(crate) async fn resume(
         &self,
         owner: &Caller,
         runtime_id: &str,
@@ -395,13 +395,13 @@ impl SandboxService {
 
     /// Keeps every warm pool at its size until `stop` turns true: one sandbox at a time, woken
     /// by each `/start` that took one.
-    pub async fn fill_pools(self: Arc<Self>, stop: watch::Receiver<bool>) {
+    pub(crate) async fn fill_pools(self: Arc<Self>, stop: watch::Receiver<bool>) {
         self.pools.fill(&self.docker, &self.config, stop).await;
     }
 
     /// Stops sandboxes whose sandboxd reports more than the idle timeout without an action,
     /// until `stop` turns true. Paused sandboxes are left alone.
-    pub async fn reap_idle(self: Arc<Self>, stop: watch::Receiver<bool>) {
+    pub(crate) async fn reap_idle(self: Arc<Self>, stop: watch::Receiver<bool>) {
         let Some(timeout) = self.config.idle_timeout else {
             return;
         };

@@ -13,23 +13,23 @@ use serde::{Deserialize, Serialize};
 
 /// A claimed sandbox, as kept on disk (this module's own format).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Claim {
+pub(crate) struct Claim {
     /// The runtime id (= container name).
-    pub runtime_id: String,
+    pub(crate) runtime_id: String,
     /// The caller's session id.
-    pub session_id: String,
+    pub(crate) session_id: String,
     /// Fingerprint of the API key that started it.
-    pub owner: String,
+    pub(crate) owner: String,
     /// The image the caller asked for.
-    pub image: String,
+    pub(crate) image: String,
     /// The data plane's key.
-    pub session_api_key: String,
+    pub(crate) session_api_key: String,
     /// RFC 3339 start time.
-    pub created_at: String,
+    pub(crate) created_at: String,
     /// The configuration sent to the waiting sandboxd, kept until it took it: a service killed
     /// in between sends it again when it restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending_configuration: Option<protocol::api::ConfigureRequest>,
+    pub(crate) pending_configuration: Option<protocol::api::ConfigureRequest>,
 }
 
 /// Errors of the state directory. Retrying helps only once the disk problem is fixed.
@@ -37,20 +37,20 @@ pub struct Claim {
 #[error("state directory {}: {source}", .path.display())]
 pub struct ClaimStoreError {
     /// The file or directory.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Why.
-    pub source: std::io::Error,
+    pub(crate) source: std::io::Error,
 }
 
 /// The directory of claims.
 #[derive(Debug, Clone)]
-pub struct ClaimStore {
+pub(crate) struct ClaimStore {
     dir: PathBuf,
 }
 
 impl ClaimStore {
     /// Opens (creating, 0700) `dir`.
-    pub fn open(dir: &Path) -> Result<ClaimStore, ClaimStoreError> {
+    pub(crate) fn open(dir: &Path) -> Result<ClaimStore, ClaimStoreError> {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
         let io = |source| ClaimStoreError {
             path: dir.to_path_buf(),
@@ -95,7 +95,7 @@ impl ClaimStore {
     }
 
     /// Forgets a claim (no error if there is none).
-    pub fn remove(&self, runtime_id: &str) -> Result<(), ClaimStoreError> {
+    pub(crate) fn remove(&self, runtime_id: &str) -> Result<(), ClaimStoreError> {
         let path = self.path(runtime_id);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -105,7 +105,7 @@ impl ClaimStore {
     }
 
     /// Every claim; unreadable files are logged and skipped.
-    pub fn load_all(&self) -> Result<Vec<Claim>, ClaimStoreError> {
+    pub(crate) fn load_all(&self) -> Result<Vec<Claim>, ClaimStoreError> {
         let entries = std::fs::read_dir(&self.dir).map_err(|source| ClaimStoreError {
             path: self.dir.clone(),
             source,

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use agentd::trajectory;
+use agentd::trajectories as trajectory;
 use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use serde_json::{Value, json};
 use testkit::{FakeLlm, Reply};

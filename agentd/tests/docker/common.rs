@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use agentd::runtime::docker::config::DEFAULT_BASE_IMAGE;
-use agentd::runtime::docker::image::ensure_sandbox_image;
-use agentd::runtime::docker::labels::Owner;
-use agentd::runtime::docker::{DockerHost, SandboxConfig, SandboxContainer};
+use agentd::docker::DEFAULT_BASE_IMAGE;
+use agentd::docker::Owner;
+use agentd::docker::ensure_sandbox_image;
+use agentd::docker::{DockerHost, SandboxConfig, SandboxContainer};
 use client::{ObservationExt, SandboxClient};
 use tokio::sync::OnceCell;
 

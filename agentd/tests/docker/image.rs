@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use agentd::runtime::docker::DockerHost;
-use agentd::runtime::docker::image::{self, ContextFile, ensure_sandbox_image, is_sandbox_image};
+use agentd::docker::DockerHost;
+use agentd::docker::{self as image, ContextFile, ensure_sandbox_image, is_sandbox_image};
 
 use crate::common::{Running, base_image, config, sandboxd_binary};
 

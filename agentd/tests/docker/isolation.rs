@@ -2,7 +2,7 @@
 //! answers; without network there is no network; a read-only root stays read-only.
 
 use crate::common::{Running, config};
-use agentd::runtime::docker::Network;
+use agentd::docker::Network;
 
 #[tokio::test]
 async fn a_fork_bomb_hits_the_pids_limit_and_the_sandbox_survives() {

@@ -4,8 +4,8 @@
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use agentd::runtime::docker::labels::Owner;
-use agentd::runtime::docker::{DockerError, DockerHost, GcPolicy};
+use agentd::docker::Owner;
+use agentd::docker::{DockerError, DockerHost, GcPolicy};
 use serde_json::Value;
 
 use crate::common::{Cleanup, Running, agentd, config, container_exists, sandbox_image};
@@ -15,7 +15,7 @@ async fn down_removes_the_container_and_its_socket_directory() {
     let docker = DockerHost::connect().unwrap();
     let sandbox = docker
         .up(
-            &config(|c| c.network = agentd::runtime::docker::Network::None).await,
+            &config(|c| c.network = agentd::docker::Network::None).await,
             None,
         )
         .await

@@ -147,7 +147,7 @@ fn a_run_records_a_trajectory_that_replays_identically() {
     let workspace = dir.path().join("ws");
     std::fs::create_dir(&workspace).unwrap();
     let trajectory = record("local", dir.path(), &workspace, &[]);
-    let events = agentd::trajectory::load(&trajectory).unwrap();
+    let events = agentd::trajectories::load(&trajectory).unwrap();
     assert_consistent(&events);
     let ipython = events
         .iter()

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agentd::runtime::{LocalConfig, Runtime, RuntimeConfig, RuntimeKind};
+use agentd::{LocalConfig, Runtime, RuntimeConfig, RuntimeKind};
 use protocol::action::{CmdRunArgs, IPythonRunCellArgs};
 use protocol::observation::ErrorExtras;
 use protocol::{Action, ActionKind, Observation, ObservationKind, ToolCallMetadata};

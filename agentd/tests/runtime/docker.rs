@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentd::runtime::docker::SandboxConfig;
-use agentd::runtime::docker::config::DEFAULT_BASE_IMAGE;
-use agentd::runtime::{Runtime, RuntimeConfig, RuntimeError, RuntimeKind, error_id};
+use agentd::docker::DEFAULT_BASE_IMAGE;
+use agentd::docker::SandboxConfig;
+use agentd::{Runtime, RuntimeConfig, RuntimeError, RuntimeKind, error_id};
 
 use crate::common::{error_id_of, eventually, metadata, run, sh};
 

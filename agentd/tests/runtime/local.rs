@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use agentd::runtime::{Runtime, RuntimeError, RuntimeKind, error_id};
+use agentd::{Runtime, RuntimeError, RuntimeKind, error_id};
 use protocol::action::{ConfirmationState, FileReadArgs, FileWriteArgs, ThinkArgs};
 use protocol::{ActionKind, ObservationKind};
 

@@ -1,4 +1,4 @@
-//! Tests of [`agentd::runtime::Runtime`] against real sandboxes: local sandboxd processes
+//! Tests of [`agentd::Runtime`] against real sandboxes: local sandboxd processes
 //! (`AGENTD_SANDBOXD_BIN`, else the workspace's `target/debug/sandboxd`), remote ones started
 //! here, and Docker containers (the base image `images/base/build.sh` imports, with
 //! `AGENTD_SANDBOXD_BIN` put into it).

@@ -4,9 +4,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentd::agent::ScriptedAgent;
-use agentd::runtime::{Runtime, RuntimeConfig, RuntimeError, RuntimeKind, error_id};
-use agentd::session::{self, RunSpec};
+use agentd::ScriptedAgent;
+use agentd::{RunSpec, run_session};
+use agentd::{Runtime, RuntimeConfig, RuntimeError, RuntimeKind, error_id};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -253,7 +253,7 @@ async fn tool_call_metadata_is_not_sent_to_sandboxd_but_is_on_the_observation() 
         max_budget: None,
         stop_on_signals: false,
     };
-    let outcome = session::run(spec, |_| {}).await.unwrap();
+    let outcome = run_session(spec, |_| {}).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);
 
     let sent = proxy.bodies("/execute_action");

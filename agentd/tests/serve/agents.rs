@@ -3,7 +3,7 @@
 
 use std::process::Stdio;
 
-use agentd::runtime::{RemoteApiConfig, Runtime, RuntimeConfig, RuntimeKind};
+use agentd::{RemoteApiConfig, Runtime, RuntimeConfig, RuntimeKind};
 use client::ObservationExt;
 use protocol::action::{CmdRunArgs, FileWriteArgs};
 use protocol::{Action, ActionKind};

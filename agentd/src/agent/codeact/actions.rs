@@ -22,7 +22,7 @@ use crate::agent::AgentError;
 /// The actions of one model answer, in the order of its tool calls. `model_response` is the
 /// response as recorded in each action's metadata; `metrics` (the LLM's figures after the
 /// call) goes on the first action only, so a budget counts each call once.
-pub fn response_to_actions(
+pub(crate) fn response_to_actions(
     message: &Message,
     model_response: &Value,
     metrics: Option<Value>,

@@ -7,8 +7,8 @@
 //! become actions ([`actions::response_to_actions`]). Several calls in one answer are played
 //! one per step, in order.
 
-pub mod actions;
-pub mod tools;
+pub(crate) mod actions;
+pub(crate) mod tools;
 
 use std::collections::VecDeque;
 
@@ -25,7 +25,7 @@ use crate::state::State;
 use tools::ToolSet;
 
 /// The system prompt, unless the settings give another.
-pub const SYSTEM_PROMPT: &str = include_str!("system_prompt.md");
+pub(crate) const SYSTEM_PROMPT: &str = include_str!("system_prompt.md");
 
 /// How the CodeAct agent works.
 #[derive(Debug, Clone, Default)]
@@ -75,11 +75,6 @@ impl CodeActAgent {
             pending: VecDeque::new(),
             checked_history: false,
         })
-    }
-
-    /// The tools the model gets.
-    pub fn tools(&self) -> &[Tool] {
-        &self.tools
     }
 
     async fn next_action(

@@ -7,15 +7,15 @@ use protocol::llm::{FunctionDef, Tool};
 use serde_json::{Value, json};
 
 /// Runs a bash command in the sandbox's persistent shell.
-pub const EXECUTE_BASH: &str = "execute_bash";
+pub(crate) const EXECUTE_BASH: &str = "execute_bash";
 /// Runs a cell in the sandbox's IPython kernel.
-pub const EXECUTE_IPYTHON_CELL: &str = "execute_ipython_cell";
+pub(crate) const EXECUTE_IPYTHON_CELL: &str = "execute_ipython_cell";
 /// Views, creates and edits files.
-pub const STR_REPLACE_EDITOR: &str = "str_replace_editor";
+pub(crate) const STR_REPLACE_EDITOR: &str = "str_replace_editor";
 /// Logs a thought.
-pub const THINK: &str = "think";
+pub(crate) const THINK: &str = "think";
 /// Ends the task.
-pub const FINISH: &str = "finish";
+pub(crate) const FINISH: &str = "finish";
 
 /// Which tools the agent offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,7 @@ impl Default for ToolSet {
 }
 
 /// The tools of `set`, in the order the model sees them.
-pub fn tools(set: ToolSet) -> Vec<Tool> {
+pub(crate) fn tools(set: ToolSet) -> Vec<Tool> {
     let mut tools = vec![execute_bash()];
     if set.ipython {
         tools.push(execute_ipython_cell());

@@ -11,17 +11,17 @@ use super::labels;
 use super::user::SandboxUser;
 
 /// Where sandboxd lives in every sandbox image (see [`super::image`]).
-pub const SANDBOXD_PATH: &str = "/opt/sandboxd/bin/sandboxd";
+pub(crate) const SANDBOXD_PATH: &str = "/opt/sandboxd/bin/sandboxd";
 /// The port sandboxd listens on inside the container.
-pub const SANDBOXD_PORT: u16 = 8000;
+pub(crate) const SANDBOXD_PORT: u16 = 8000;
 /// Where `workspace` is mounted and where the shell starts.
-pub const WORKSPACE: &str = "/workspace";
-pub use super::user::{SANDBOX_UID, SANDBOX_USER};
+pub(crate) const WORKSPACE: &str = "/workspace";
+pub(crate) use super::user::{SANDBOX_UID, SANDBOX_USER};
 
 /// Where the host's socket directory is mounted with [`Network::None`].
-pub const SOCKET_DIR: &str = "/run/sandboxd";
+pub(crate) const SOCKET_DIR: &str = "/run/sandboxd";
 /// sandboxd's socket in it.
-pub const SOCKET_NAME: &str = "sandboxd.sock";
+pub(crate) const SOCKET_NAME: &str = "sandboxd.sock";
 
 /// The image `agentd sandbox up` starts from when none is given: the base `images/base/build.sh`
 /// makes, plus the thin sandboxd layer.
@@ -63,7 +63,7 @@ impl Default for Limits {
 impl Limits {
     /// These limits with memory and CPU multiplied by `factor` (pids stay: they bound a
     /// fork bomb, not work).
-    pub fn scaled(&self, factor: f64) -> Limits {
+    pub(crate) fn scaled(&self, factor: f64) -> Limits {
         Limits {
             memory_bytes: self.memory_bytes.map(|m| (m as f64 * factor) as i64),
             cpus: self.cpus.map(|c| c * factor),

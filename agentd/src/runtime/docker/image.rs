@@ -18,7 +18,7 @@ use super::user::SandboxUser;
 use super::{DockerError, labels};
 
 /// The repository sandbox images are tagged in.
-pub const REPOSITORY: &str = "sandboxd-runtime";
+pub(crate) const REPOSITORY: &str = "sandboxd-runtime";
 
 /// A sandbox image ready to run.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -186,7 +186,7 @@ LABEL {version_label}="{version}" {base_label}="{base}"
 /// belongs to the same uid inside and outside. Needs `sed` and `chown` in the image, which
 /// every image with bash has; the password files are edited directly, since busybox images
 /// lack `usermod`.
-pub async fn ensure_user_image(
+pub(crate) async fn ensure_user_image(
     docker: &Docker,
     image: &str,
     user: SandboxUser,
@@ -338,7 +338,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 mod secs {
-    pub fn serialize<S: serde::Serializer>(
+    pub(crate) fn serialize<S: serde::Serializer>(
         d: &std::time::Duration,
         s: S,
     ) -> Result<S::Ok, S::Error> {

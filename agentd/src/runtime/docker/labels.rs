@@ -6,30 +6,30 @@ use std::collections::HashMap;
 use sandbox_common::ProcStat;
 
 /// Every label of ours starts with this.
-pub const PREFIX: &str = "dev.sandboxd.";
+pub(crate) const PREFIX: &str = "dev.sandboxd.";
 /// Present (value `true`) on everything this runtime creates.
-pub const MANAGED: &str = "dev.sandboxd.managed";
+pub(crate) const MANAGED: &str = "dev.sandboxd.managed";
 /// The process that owns a sandbox (`PID:START:BOOT_ID`); absent for detached sandboxes,
 /// which live until `agentd sandbox down`.
-pub const OWNER: &str = "dev.sandboxd.owner";
+pub(crate) const OWNER: &str = "dev.sandboxd.owner";
 /// The host directory holding sandboxd's socket, for a sandbox without network access.
-pub const SOCKET_DIR: &str = "dev.sandboxd.socket-dir";
+pub(crate) const SOCKET_DIR: &str = "dev.sandboxd.socket-dir";
 /// Labels of `agentd serve`'s sandboxes start with this; unlike other labels under [`PREFIX`],
 /// callers may set them through `SandboxConfig::labels`.
-pub const SERVE_PREFIX: &str = "dev.sandboxd.serve.";
+pub(crate) const SERVE_PREFIX: &str = "dev.sandboxd.serve.";
 /// On `agentd serve`'s sandboxes: the name of the service that owns them.
-pub const SERVE_NAME: &str = "dev.sandboxd.serve.name";
+pub(crate) const SERVE_NAME: &str = "dev.sandboxd.serve.name";
 /// On `agentd serve`'s sandboxes: the runtime id (also the container name).
-pub const SERVE_RUNTIME_ID: &str = "dev.sandboxd.serve.runtime-id";
+pub(crate) const SERVE_RUNTIME_ID: &str = "dev.sandboxd.serve.runtime-id";
 /// On sandbox images: the sandboxd version inside.
-pub const SANDBOXD_VERSION: &str = "dev.sandboxd.version";
+pub(crate) const SANDBOXD_VERSION: &str = "dev.sandboxd.version";
 /// On sandbox images whose sandbox user was renumbered: its `uid:gid`.
-pub const SANDBOX_USER: &str = "dev.sandboxd.user";
+pub(crate) const SANDBOX_USER: &str = "dev.sandboxd.user";
 /// On sandbox images: the base image they were built from.
-pub const BASE_IMAGE: &str = "dev.sandboxd.base";
+pub(crate) const BASE_IMAGE: &str = "dev.sandboxd.base";
 
 /// The `label=` filter that selects everything we manage.
-pub fn managed_filter() -> HashMap<String, Vec<String>> {
+pub(crate) fn managed_filter() -> HashMap<String, Vec<String>> {
     HashMap::from([("label".to_string(), vec![format!("{MANAGED}=true")])])
 }
 
@@ -54,7 +54,7 @@ impl Owner {
     }
 
     /// Parses the [`OWNER`] label.
-    pub fn parse(label: &str) -> Option<Owner> {
+    pub(crate) fn parse(label: &str) -> Option<Owner> {
         let mut parts = label.splitn(3, ':');
         Some(Owner {
             pid: parts.next()?.parse().ok()?,
@@ -64,17 +64,17 @@ impl Owner {
     }
 
     /// The [`OWNER`] label's value.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!("{}:{}:{}", self.pid, self.start, self.boot_id)
     }
 
     /// The owner's pid.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.pid
     }
 
     /// Whether the owner still runs: same boot, and its pid still has the same start time.
-    pub fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         boot_id().as_deref() == Some(self.boot_id.as_str())
             && ProcStat::read(self.pid).map(|stat| stat.start_time) == Some(self.start)
     }

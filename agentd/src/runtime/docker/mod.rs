@@ -7,10 +7,10 @@
 //! mounted into it. Every container carries our labels ([`labels`]); those of a dead owner are
 //! found and removed by [`DockerHost::gc`].
 
-pub mod config;
-pub mod image;
-pub mod labels;
-pub mod user;
+pub(crate) mod config;
+pub(crate) mod image;
+pub(crate) mod labels;
+pub(crate) mod user;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -127,7 +127,7 @@ pub struct SandboxContainer {
     /// [`SandboxConfig::await_configuration`], the key its `POST /configure` wants.
     pub session_api_key: String,
     /// The image it runs.
-    pub image: String,
+    pub(crate) image: String,
 }
 
 impl SandboxContainer {
@@ -148,7 +148,7 @@ pub struct SandboxSummary {
     /// Container name.
     pub name: String,
     /// Image.
-    pub image: String,
+    pub(crate) image: String,
     /// Engine state (`running`, `exited`...; serialized as the engine's word, `""` when it
     /// gave none).
     pub state: ContainerSummaryStateEnum,
@@ -550,7 +550,7 @@ impl DockerHost {
     }
 
     /// Freezes a sandbox's processes (`docker pause`); memory, files and processes are kept.
-    pub async fn pause(&self, id: &str) -> Result<(), DockerError> {
+    pub(crate) async fn pause(&self, id: &str) -> Result<(), DockerError> {
         self.docker
             .pause_container(id)
             .await
@@ -558,7 +558,7 @@ impl DockerHost {
     }
 
     /// Thaws a paused sandbox (`docker unpause`).
-    pub async fn unpause(&self, id: &str) -> Result<(), DockerError> {
+    pub(crate) async fn unpause(&self, id: &str) -> Result<(), DockerError> {
         self.docker
             .unpause_container(id)
             .await
@@ -566,7 +566,7 @@ impl DockerHost {
     }
 
     /// Changes a running sandbox's memory and CPU limits (`docker update`).
-    pub async fn update_limits(&self, id: &str, limits: &Limits) -> Result<(), DockerError> {
+    pub(crate) async fn update_limits(&self, id: &str, limits: &Limits) -> Result<(), DockerError> {
         let body = bollard::models::ContainerUpdateBody {
             memory: limits.memory_bytes,
             memory_swap: limits.memory_bytes,
@@ -581,7 +581,7 @@ impl DockerHost {
 
     /// The managed containers carrying label `key=value`, running or not, inspected (labels,
     /// environment, state, published port).
-    pub async fn inspect_labelled(
+    pub(crate) async fn inspect_labelled(
         &self,
         key: &str,
         value: &str,
@@ -609,7 +609,7 @@ impl DockerHost {
 
     /// The engine's state of a container (`running`, `paused`, `exited`...); `None` when it
     /// is gone (or the engine gave none).
-    pub async fn get_state(
+    pub(crate) async fn get_state(
         &self,
         id: &str,
     ) -> Result<Option<ContainerStateStatusEnum>, DockerError> {
@@ -629,7 +629,7 @@ impl DockerHost {
     }
 
     /// The container's last `lines` lines of output, for error messages.
-    pub async fn tail_logs(&self, id: &str, lines: usize) -> String {
+    pub(crate) async fn tail_logs(&self, id: &str, lines: usize) -> String {
         let options = LogsOptionsBuilder::default()
             .stdout(true)
             .stderr(true)
@@ -659,7 +659,7 @@ fn exit_reason(
 }
 
 /// Where sandboxd answers: its socket, or the port published on loopback.
-pub fn url_of(inspect: &ContainerInspectResponse) -> Option<String> {
+pub(crate) fn url_of(inspect: &ContainerInspectResponse) -> Option<String> {
     if let Some(dir) = label(inspect, labels::SOCKET_DIR) {
         return Some(format!("unix:{dir}/{}", config::SOCKET_NAME));
     }
@@ -679,12 +679,12 @@ pub fn url_of(inspect: &ContainerInspectResponse) -> Option<String> {
 }
 
 /// The engine's state of an inspected container.
-pub fn state_of(inspect: &ContainerInspectResponse) -> Option<ContainerStateStatusEnum> {
+pub(crate) fn state_of(inspect: &ContainerInspectResponse) -> Option<ContainerStateStatusEnum> {
     inspect.state.as_ref()?.status
 }
 
 /// The value of label `key` of an inspected container.
-pub fn label<'a>(inspect: &'a ContainerInspectResponse, key: &str) -> Option<&'a str> {
+pub(crate) fn label<'a>(inspect: &'a ContainerInspectResponse, key: &str) -> Option<&'a str> {
     inspect
         .config
         .as_ref()?

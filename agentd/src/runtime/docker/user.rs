@@ -8,18 +8,18 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The sandbox user every sandbox image has (see `images/`).
-pub const SANDBOX_USER: &str = "openhands";
+pub(crate) const SANDBOX_USER: &str = "openhands";
 /// Its uid and gid as the image is built.
-pub const SANDBOX_UID: u32 = 1000;
+pub(crate) const SANDBOX_UID: u32 = 1000;
 
 /// The user the sandbox's shell, kernel and file actions run as. `uid` 0 is root; any other uid
 /// is the image's sandbox user (`openhands`) renumbered to `uid:gid`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct SandboxUser {
     /// User id.
-    pub uid: u32,
+    pub(crate) uid: u32,
     /// Primary group id.
-    pub gid: u32,
+    pub(crate) gid: u32,
 }
 
 impl Default for SandboxUser {
@@ -34,26 +34,26 @@ impl Default for SandboxUser {
 
 impl SandboxUser {
     /// Root.
-    pub const ROOT: SandboxUser = SandboxUser { uid: 0, gid: 0 };
+    pub(crate) const ROOT: SandboxUser = SandboxUser { uid: 0, gid: 0 };
 
     /// Whether this is root.
-    pub fn is_root(&self) -> bool {
+    pub(crate) fn is_root(&self) -> bool {
         self.uid == 0
     }
 
     /// Whether the image's sandbox user must be renumbered for it (see
     /// [`super::image::ensure_user_image`]).
-    pub fn needs_renumbering(&self) -> bool {
+    pub(crate) fn needs_renumbering(&self) -> bool {
         !self.is_root() && *self != SandboxUser::default()
     }
 
     /// The login name inside the sandbox.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         if self.is_root() { "root" } else { SANDBOX_USER }
     }
 
     /// The home directory inside the sandbox.
-    pub fn home(&self) -> String {
+    pub(crate) fn home(&self) -> String {
         if self.is_root() {
             "/root".to_string()
         } else {
@@ -91,7 +91,7 @@ impl std::str::FromStr for SandboxUser {
 }
 
 /// Where the policy that allows root sandboxes is set, named in refusals.
-pub const ALLOW_ROOT_HINT: &str =
+pub(crate) const ALLOW_ROOT_HINT: &str =
     "--allow-root, AGENTD_ALLOW_ROOT=1, or allow_root = true in [docker] (agentd serve: [serve])";
 
 /// Why a sandbox user cannot be chosen. None of these is helped by retrying.
