@@ -90,36 +90,4 @@ fn shorten(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn actions_and_observations_read_well() {
-        let action: Event = serde_json::from_str(
-            r#"{"id": 3, "source": "agent", "action": "run",
-                "args": {"command": "ls", "thought": "look around"}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            render(&action),
-            "#3    agent run\n        (look around)\n        $ ls"
-        );
-        let obs: Event = serde_json::from_str(
-            r#"{"id": 4, "source": "environment", "cause": 3, "observation": "run",
-                "content": "a\nb", "extras": {"command": "ls", "metadata": {"exit_code": 0,
-                "pid": -1, "username": null, "hostname": null, "working_dir": null,
-                "py_interpreter_path": null, "prefix": "", "suffix": ""}, "hidden": false}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            render(&obs),
-            "#4    env   run → exit 0\n        a\n        b"
-        );
-    }
-
-    #[test]
-    fn long_output_is_summarised() {
-        let long = "x".repeat(MAX_SHOWN + 10);
-        assert!(shorten(&long).ends_with("[… 10 more characters in the event log]"));
-    }
-}
+mod tests;

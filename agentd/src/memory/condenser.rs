@@ -627,5 +627,4 @@ fn with_thought(thought: &str, body: String) -> String {
 }
 
 #[cfg(test)]
-#[path = "condenser_tests.rs"]
 mod tests;

@@ -796,5 +796,4 @@ fn separate_user_messages(mut messages: Vec<Message>) -> Vec<Message> {
 }
 
 #[cfg(test)]
-#[path = "conversation_tests.rs"]
 pub(crate) mod tests;

@@ -234,39 +234,4 @@ fn finish() -> Tool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_tool_schemas_are_stable() {
-        insta::assert_json_snapshot!("tools", tools(ToolSet::default()));
-    }
-
-    #[test]
-    fn ipython_and_think_can_be_left_out() {
-        let names: Vec<String> = tools(ToolSet {
-            ipython: false,
-            think: false,
-        })
-        .into_iter()
-        .map(|t| t.function.name)
-        .collect();
-        assert_eq!(names, [EXECUTE_BASH, STR_REPLACE_EDITOR, FINISH]);
-    }
-
-    #[test]
-    fn every_required_parameter_is_a_property() {
-        for tool in tools(ToolSet::default()) {
-            let params = &tool.function.parameters;
-            assert_eq!(params["type"], "object", "{}", tool.function.name);
-            for required in params["required"].as_array().unwrap() {
-                let name = required.as_str().unwrap();
-                assert!(
-                    params["properties"].get(name).is_some(),
-                    "{}: {name}",
-                    tool.function.name
-                );
-            }
-        }
-    }
-}
+mod tests;

@@ -1,0 +1,191 @@
+//! Unit tests of `agent/codeact/actions.rs`.
+
+use super::*;
+use protocol::llm::{Content, FunctionCall, Role};
+use serde_json::json;
+
+fn call(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall {
+        id: id.to_string(),
+        kind: "function".to_string(),
+        function: FunctionCall {
+            name: name.to_string(),
+            arguments: args.to_string(),
+        },
+    }
+}
+
+fn answer(text: Option<&str>, calls: Vec<ToolCall>) -> Message {
+    Message {
+        role: Role::Assistant,
+        content: text.map(|t| Content::Text(t.to_string())),
+        tool_calls: (!calls.is_empty()).then_some(calls),
+        tool_call_id: None,
+        name: None,
+        reasoning_content: None,
+    }
+}
+
+fn malformed(result: Result<Vec<Action>, AgentError>) -> String {
+    match result {
+        Err(AgentError::Malformed(text)) => text,
+        other => panic!("expected a malformed call, got {other:?}"),
+    }
+}
+
+#[test]
+fn several_calls_become_several_actions_with_metadata_and_one_thought() {
+    let response = json!({"id": "resp-1"});
+    let message = answer(
+        Some("Let me look first."),
+        vec![
+            call("c1", EXECUTE_BASH, json!({"command": "ls", "timeout": 30})),
+            call(
+                "c2",
+                STR_REPLACE_EDITOR,
+                json!({"command": "view", "path": "/w/a.py", "view_range": [1, 5]}),
+            ),
+            call(
+                "c3",
+                STR_REPLACE_EDITOR,
+                json!({"command": "insert", "path": "/w/a.py", "insert_line": 2, "new_str": "x"}),
+            ),
+        ],
+    );
+    let actions =
+        response_to_actions(&message, &response, Some(json!({"accumulated_cost": 0.5}))).unwrap();
+    assert_eq!(actions.len(), 3);
+    let ActionKind::Run(run) = &actions[0].kind else {
+        panic!("{:?}", actions[0])
+    };
+    assert_eq!(run.command, "ls");
+    assert_eq!(run.thought, "Let me look first.");
+    assert!(run.blocking);
+    assert_eq!(actions[0].timeout, Some(30.0));
+    assert_eq!(
+        actions[0].llm_metrics,
+        Some(json!({"accumulated_cost": 0.5}))
+    );
+    assert_eq!(actions[1].llm_metrics, None);
+    let ActionKind::Read(read) = &actions[1].kind else {
+        panic!("{:?}", actions[1])
+    };
+    assert_eq!(read.impl_source, FileReadSource::OhAci);
+    assert_eq!(read.view_range, Some(vec![1, 5]));
+    assert_eq!(read.thought, "");
+    let ActionKind::Edit(edit) = &actions[2].kind else {
+        panic!("{:?}", actions[2])
+    };
+    assert_eq!(edit.command, "insert");
+    assert_eq!(edit.insert_line, Some(json!(2)));
+    for (action, id) in actions.iter().zip(["c1", "c2", "c3"]) {
+        let meta = action.tool_call_metadata.as_ref().unwrap();
+        assert_eq!(meta.tool_call_id, id);
+        assert_eq!(meta.total_calls_in_response, 3);
+        assert_eq!(meta.model_response, response);
+    }
+}
+
+#[test]
+fn an_answer_without_calls_is_a_message_that_waits() {
+    let actions =
+        response_to_actions(&answer(Some("Which file?"), vec![]), &json!({}), None).unwrap();
+    let ActionKind::Message(message) = &actions[0].kind else {
+        panic!("{:?}", actions[0])
+    };
+    assert_eq!(message.content, "Which file?");
+    assert!(message.wait_for_response);
+    assert!(actions[0].tool_call_metadata.is_none());
+}
+
+#[test]
+fn bash_input_finish_and_think_take_their_arguments() {
+    let message = answer(
+        None,
+        vec![
+            call(
+                "a",
+                EXECUTE_BASH,
+                json!({"command": "C-c", "is_input": "true"}),
+            ),
+            call("b", THINK, json!({"thought": "hmm"})),
+            call("c", FINISH, json!({"message": "done"})),
+            call("d", EXECUTE_IPYTHON_CELL, json!({"code": "1+1"})),
+        ],
+    );
+    let actions = response_to_actions(&message, &json!({}), None).unwrap();
+    assert!(matches!(&actions[0].kind, ActionKind::Run(r) if r.is_input && !r.blocking));
+    assert_eq!(actions[0].timeout, None);
+    assert!(matches!(&actions[1].kind, ActionKind::Think(t) if t.thought == "hmm"));
+    assert!(matches!(&actions[2].kind, ActionKind::Finish(f) if f.final_thought == "done"));
+    assert!(matches!(&actions[3].kind, ActionKind::RunIpython(c) if c.code == "1+1"));
+}
+
+#[test]
+fn reasoning_content_is_part_of_the_thought() {
+    let mut message = answer(
+        Some("Running it."),
+        vec![call("a", EXECUTE_BASH, json!({"command": "ls"}))],
+    );
+    message.reasoning_content = Some("The user wants a listing.".to_string());
+    let actions = response_to_actions(&message, &json!({}), None).unwrap();
+    let ActionKind::Run(run) = &actions[0].kind else {
+        panic!()
+    };
+    assert_eq!(run.thought, "The user wants a listing.\n\nRunning it.");
+}
+
+#[test]
+fn bad_calls_are_malformed_with_a_message_for_the_model() {
+    let text = malformed(response_to_actions(
+        &answer(None, vec![call("a", "rm_rf", json!({}))]),
+        &json!({}),
+        None,
+    ));
+    assert!(text.contains("Tool rm_rf is not registered"), "{text}");
+
+    let text = malformed(response_to_actions(
+        &answer(None, vec![call("a", EXECUTE_BASH, json!({}))]),
+        &json!({}),
+        None,
+    ));
+    assert_eq!(
+        text,
+        "Missing required argument \"command\" in tool call execute_bash"
+    );
+
+    let mut broken = call("a", EXECUTE_BASH, json!({}));
+    broken.function.arguments = "{\"command\": \"ls".to_string();
+    let text = malformed(response_to_actions(
+        &answer(None, vec![broken]),
+        &json!({}),
+        None,
+    ));
+    assert!(text.starts_with("Failed to parse the arguments"), "{text}");
+
+    for bad in [
+        json!({"command": "ls", "timeout": "soon"}),
+        json!({"command": "ls", "timeout": -1}),
+        json!({"command": "ls", "is_input": "maybe"}),
+    ] {
+        let text = malformed(response_to_actions(
+            &answer(None, vec![call("a", EXECUTE_BASH, bad.clone())]),
+            &json!({}),
+            None,
+        ));
+        assert!(text.starts_with("Invalid argument"), "{bad}: {text}");
+    }
+    let text = malformed(response_to_actions(
+        &answer(
+            None,
+            vec![call(
+                "a",
+                STR_REPLACE_EDITOR,
+                json!({"command": "view", "path": "/a", "view_range": [1]}),
+            )],
+        ),
+        &json!({}),
+        None,
+    ));
+    assert!(text.contains("view_range"), "{text}");
+}

@@ -1,0 +1,75 @@
+//! Unit tests of `events/mod.rs`.
+
+use super::*;
+use protocol::action::{ActionKind, MessageArgs};
+use protocol::{Action, Observation};
+
+/// A user message with `text` (also used by the store's tests).
+pub(super) fn message(text: &str) -> Action {
+    Action::from(ActionKind::Message(MessageArgs {
+        content: text.to_string(),
+        ..MessageArgs::default()
+    }))
+}
+
+#[test]
+fn events_are_numbered_stamped_and_attributed() {
+    let stream = EventStream::in_memory();
+    let first = stream.add(message("hi"), EventSource::User).unwrap();
+    let second = stream.add(message("ho"), EventSource::Agent).unwrap();
+    assert_eq!((first.id(), second.id()), (Some(0), Some(1)));
+    assert_eq!(second.source(), Some(EventSource::Agent));
+    let Event::Action(a) = &*second else { panic!() };
+    assert_eq!(a.timestamp.as_ref().unwrap().len(), 26, "{:?}", a.timestamp);
+    assert_eq!(stream.latest_id(), Some(1));
+}
+
+#[tokio::test]
+async fn subscribers_get_every_event_in_order_and_a_gone_one_hurts_nobody() {
+    let stream = EventStream::in_memory();
+    let mut a = stream.subscribe();
+    let b = stream.subscribe();
+    drop(b);
+    for i in 0..100 {
+        stream
+            .add(message(&i.to_string()), EventSource::User)
+            .unwrap();
+    }
+    for i in 0..100 {
+        assert_eq!(a.recv().await.unwrap().id(), Some(i));
+    }
+}
+
+#[test]
+fn search_filters_by_range_type_and_source() {
+    let stream = EventStream::in_memory();
+    for i in 0..10 {
+        stream
+            .add(message(&i.to_string()), EventSource::User)
+            .unwrap();
+        let obs: Observation =
+            serde_json::from_str(r#"{"observation": "null", "content": "", "extras": {}}"#)
+                .unwrap();
+        stream.add(obs, EventSource::Environment).unwrap();
+    }
+    let ids =
+        |events: Vec<Arc<Event>>| -> Vec<i64> { events.iter().filter_map(|e| e.id()).collect() };
+    assert_eq!(ids(stream.range(3, Some(5))), vec![3, 4, 5]);
+    assert_eq!(ids(stream.last(2)), vec![18, 19]);
+    let filter = EventFilter {
+        types: vec!["null".to_string()],
+        reverse: true,
+        limit: Some(3),
+        start_id: Some(4),
+        ..EventFilter::default()
+    };
+    assert_eq!(ids(stream.search(&filter)), vec![19, 17, 15]);
+    let filter = EventFilter {
+        source: Some(EventSource::User),
+        end_id: Some(4),
+        ..EventFilter::default()
+    };
+    assert_eq!(ids(stream.search(&filter)), vec![0, 2, 4]);
+    assert!(stream.range(50, None).is_empty());
+    assert!(stream.get(-1).is_none());
+}

@@ -1,0 +1,165 @@
+//! Unit tests of `memory/view.rs`.
+
+use protocol::action::{CmdRunArgs, MessageArgs};
+use protocol::observation::AgentStateChangedExtras;
+
+use super::*;
+use crate::events::EventStream;
+
+fn message(text: &str) -> Action {
+    Action::from(ActionKind::Message(MessageArgs {
+        content: text.to_string(),
+        ..MessageArgs::default()
+    }))
+}
+
+fn run(command: &str) -> Action {
+    Action::from(ActionKind::Run(CmdRunArgs::new(command)))
+}
+
+fn condensation(args: CondensationArgs) -> Action {
+    Action::from(ActionKind::Condensation(args))
+}
+
+/// Ten commands after a user message: ids 0 (message) and 1..=10 (runs).
+fn stream() -> EventStream {
+    let stream = EventStream::in_memory();
+    stream.add(message("task"), EventSource::User).unwrap();
+    for i in 1..=10 {
+        stream
+            .add(run(&format!("echo {i}")), EventSource::Agent)
+            .unwrap();
+    }
+    stream
+}
+
+fn ids(view: &View) -> Vec<Option<i64>> {
+    view.iter().map(Event::id).collect()
+}
+
+#[test]
+fn a_history_without_condensations_is_its_own_view_minus_bookkeeping() {
+    let stream = stream();
+    stream
+        .add(
+            Observation::new(
+                ObservationKind::AgentStateChanged(AgentStateChangedExtras {
+                    agent_state: "running".into(),
+                    reason: String::new(),
+                }),
+                "",
+            ),
+            EventSource::Environment,
+        )
+        .unwrap();
+    let view = View::from_events(&stream.all());
+    assert_eq!(view.len(), 11);
+    assert!(!view.unhandled_condensation_request());
+    assert_eq!(
+        view.initial_user_message().map(|a| a.id),
+        Some(Some(0)),
+        "the first user message"
+    );
+}
+
+#[test]
+fn one_condensation_forgets_a_range_and_shows_its_summary_at_its_offset() {
+    let stream = stream();
+    stream
+        .add(
+            condensation(CondensationArgs {
+                forgotten_events_start_id: Some(2),
+                forgotten_events_end_id: Some(6),
+                summary: Some("ran echo 2 to echo 6".into()),
+                summary_offset: Some(1),
+                ..CondensationArgs::default()
+            }),
+            EventSource::Agent,
+        )
+        .unwrap();
+    let view = View::from_events(&stream.all());
+    assert_eq!(
+        ids(&view),
+        [Some(0), None, Some(1), Some(7), Some(8), Some(9), Some(10)]
+    );
+    assert_eq!(view.summary(), Some("ran echo 2 to echo 6"));
+    let Event::Observation(summary) = &view.events()[1].as_ref() else {
+        panic!("the summary is an observation");
+    };
+    assert_eq!(summary.kind.type_name(), "condense");
+    assert_eq!(summary.cause, Some(11), "caused by the condensation");
+}
+
+#[test]
+fn two_condensations_forget_both_sets_and_the_newest_summary_wins() {
+    let stream = stream();
+    stream
+        .add(
+            condensation(CondensationArgs {
+                forgotten_events_start_id: Some(1),
+                forgotten_events_end_id: Some(3),
+                summary: Some("first".into()),
+                summary_offset: Some(1),
+                ..CondensationArgs::default()
+            }),
+            EventSource::Agent,
+        )
+        .unwrap();
+    stream.add(message("more work"), EventSource::User).unwrap();
+    stream
+        .add(
+            condensation(CondensationArgs {
+                forgotten_event_ids: Some(vec![4, 6, 8]),
+                summary: Some("second".into()),
+                summary_offset: Some(1),
+                ..CondensationArgs::default()
+            }),
+            EventSource::Agent,
+        )
+        .unwrap();
+    let view = View::from_events(&stream.all());
+    assert_eq!(
+        ids(&view),
+        [Some(0), None, Some(5), Some(7), Some(9), Some(10), Some(12)]
+    );
+    assert_eq!(view.summary(), Some("second"));
+}
+
+#[test]
+fn a_condensation_without_summary_only_forgets_and_the_first_message_is_kept_apart() {
+    let stream = stream();
+    stream
+        .add(
+            condensation(CondensationArgs {
+                forgotten_event_ids: Some(vec![0, 1, 2]),
+                ..CondensationArgs::default()
+            }),
+            EventSource::Agent,
+        )
+        .unwrap();
+    let view = View::from_events(&stream.all());
+    assert_eq!(view.len(), 8);
+    assert_eq!(view.summary(), None);
+    assert!(view.initial_user_message().is_some(), "even when forgotten");
+}
+
+#[test]
+fn a_condensation_request_is_pending_until_a_condensation_follows() {
+    let stream = stream();
+    stream
+        .add(
+            Action::from(ActionKind::CondensationRequest(Default::default())),
+            EventSource::User,
+        )
+        .unwrap();
+    let view = View::from_events(&stream.all());
+    assert!(view.unhandled_condensation_request());
+    assert_eq!(view.len(), 11, "the request itself is not shown");
+    stream
+        .add(
+            condensation(CondensationArgs::default()),
+            EventSource::Agent,
+        )
+        .unwrap();
+    assert!(!View::from_events(&stream.all()).unhandled_condensation_request());
+}

@@ -1,0 +1,126 @@
+//! Unit tests of `runtime/docker/config.rs`.
+
+use super::*;
+
+#[test]
+fn defaults_are_hardened() {
+    let body = SandboxConfig::default().container_body("k", HashMap::new(), None);
+    let host = body.host_config.unwrap();
+    assert_eq!(body.user.as_deref(), Some("1000:1000"));
+    assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+    assert_eq!(host.cap_add, None);
+    assert_eq!(
+        host.security_opt,
+        Some(vec!["no-new-privileges:true".to_string()])
+    );
+    assert_eq!(host.init, Some(true));
+    assert_eq!(host.pids_limit, Some(1024));
+    assert_eq!(host.memory, host.memory_swap);
+    let bindings = host.port_bindings.unwrap();
+    let binding = &bindings["8000/tcp"].as_ref().unwrap()[0];
+    assert_eq!(binding.host_ip.as_deref(), Some("127.0.0.1"));
+    assert_eq!(binding.host_port.as_deref(), Some(""));
+    assert!(body.env.unwrap().contains(&"SESSION_API_KEY=k".to_string()));
+}
+
+#[test]
+fn sudo_trades_no_new_privileges_for_named_capabilities() {
+    let config = SandboxConfig {
+        sudo: true,
+        ..SandboxConfig::default()
+    };
+    let host = config
+        .container_body("k", HashMap::new(), None)
+        .host_config
+        .unwrap();
+    assert_eq!(host.security_opt, Some(vec![]));
+    assert!(host.cap_add.unwrap().contains(&"SETUID".to_string()));
+}
+
+#[test]
+fn no_network_publishes_nothing_and_serves_a_socket() {
+    let body = SandboxConfig::default().container_body(
+        "k",
+        HashMap::new(),
+        Some(Path::new("/run/user/0/agentd/x")),
+    );
+    let host = body.host_config.unwrap();
+    assert_eq!(host.port_bindings, None);
+    assert_eq!(host.network_mode.as_deref(), Some("none"));
+    assert_eq!(
+        host.binds,
+        Some(vec!["/run/user/0/agentd/x:/run/sandboxd:rw".to_string()])
+    );
+    let cmd = body.cmd.unwrap();
+    assert!(
+        cmd.windows(2)
+            .any(|w| w == ["--unix-socket", "/run/sandboxd/sandboxd.sock"])
+    );
+}
+
+#[test]
+fn a_pre_started_sandboxd_gets_a_configuration_key_and_no_session_key() {
+    let config = SandboxConfig {
+        await_configuration: true,
+        ..SandboxConfig::default()
+    };
+    let body = config.container_body("k", HashMap::new(), None);
+    let env = body.env.unwrap();
+    assert!(env.contains(&"SANDBOXD_CONFIGURE_KEY=k".to_string()));
+    assert!(!env.iter().any(|e| e.starts_with("SESSION_API_KEY=")));
+    assert!(
+        body.cmd
+            .unwrap()
+            .contains(&"--await-configuration".to_string())
+    );
+}
+
+#[test]
+fn the_sandbox_user_is_the_containers_user_and_sandboxds() {
+    let config = SandboxConfig {
+        user: Some(SandboxUser {
+            uid: 4321,
+            gid: 100,
+        }),
+        read_only_root: true,
+        ..SandboxConfig::default()
+    };
+    let body = config.container_body("k", HashMap::new(), None);
+    assert_eq!(body.user.as_deref(), Some("4321:100"));
+    let cmd = body.cmd.unwrap();
+    assert!(cmd.windows(2).any(|w| w == ["--user-id", "4321"]));
+    assert!(cmd.windows(2).any(|w| w == ["--username", "openhands"]));
+    let host = body.host_config.unwrap();
+    assert_eq!(host.cap_add, None);
+    assert!(host.tmpfs.unwrap()["/home/openhands"].ends_with(",uid=4321,gid=100"));
+}
+
+#[test]
+fn root_keeps_no_new_privileges_and_gets_only_file_capabilities() {
+    let config = SandboxConfig {
+        user: Some(SandboxUser::ROOT),
+        ..SandboxConfig::default()
+    };
+    let body = config.container_body("k", HashMap::new(), None);
+    assert_eq!(body.user.as_deref(), Some("0:0"));
+    let env = body.env.unwrap();
+    assert!(env.contains(&"HOME=/root".to_string()));
+    assert!(env.contains(&"USER=root".to_string()));
+    let host = body.host_config.unwrap();
+    assert_eq!(
+        host.security_opt,
+        Some(vec!["no-new-privileges:true".to_string()])
+    );
+    assert_eq!(
+        host.cap_add,
+        Some(ROOT_CAPS.iter().map(|c| c.to_string()).collect())
+    );
+}
+
+#[test]
+fn scaling_leaves_pids_alone() {
+    let scaled = Limits::default().scaled(0.5);
+    assert_eq!(scaled.memory_bytes, Some(2 << 30));
+    assert_eq!(scaled.cpus, Some(1.0));
+    assert_eq!(scaled.pids, Some(1024));
+}

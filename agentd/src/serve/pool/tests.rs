@@ -1,0 +1,73 @@
+//! Unit tests of `serve/pool.rs`.
+
+use super::*;
+
+fn warm(runtime_id: &str) -> Warm {
+    Warm {
+        runtime_id: runtime_id.to_string(),
+        container_id: format!("c-{runtime_id}"),
+        local_url: "http://127.0.0.1:1".to_string(),
+        port: 1,
+        configure_key: "k".to_string(),
+    }
+}
+
+fn pools(targets: &[(&str, usize)]) -> WarmPools {
+    WarmPools::new(
+        targets
+            .iter()
+            .map(|&(tag, size)| (tag.to_string(), size))
+            .collect(),
+    )
+}
+
+#[test]
+fn sandboxes_are_taken_oldest_first() {
+    let pools = pools(&[("img", 2)]);
+    assert!(pools.take("img").is_none());
+    pools.push("img", warm("rt-1"));
+    pools.push("img", warm("rt-2"));
+    assert_eq!(
+        pools.take("img").map(|w| w.runtime_id).as_deref(),
+        Some("rt-1")
+    );
+    assert_eq!(
+        pools.take("img").map(|w| w.runtime_id).as_deref(),
+        Some("rt-2")
+    );
+    assert!(pools.take("img").is_none());
+    assert!(pools.take("other").is_none());
+}
+
+#[test]
+fn a_pool_is_short_until_it_has_its_size() {
+    let pools = pools(&[("img", 2), ("none", 0)]);
+    assert!(pools.is_short("img"));
+    pools.push("img", warm("rt-1"));
+    assert!(pools.is_short("img"));
+    pools.push("img", warm("rt-2"));
+    assert!(!pools.is_short("img"));
+    assert!(!pools.is_short("none"));
+    assert!(!pools.is_short("unknown"));
+}
+
+#[test]
+fn recovery_adopts_only_what_a_pool_is_short_of() {
+    let pools = pools(&[("img", 1)]);
+    assert!(pools.adopt("img".to_string(), warm("rt-1")).is_ok());
+    let back = pools.adopt("img".to_string(), warm("rt-2")).unwrap_err();
+    assert_eq!(back.runtime_id, "rt-2");
+    // An image without a pool keeps none, but is listed (empty) once one was found.
+    assert!(pools.adopt("gone".to_string(), warm("rt-3")).is_err());
+    assert_eq!(
+        pools.sizes(),
+        BTreeMap::from([("gone".to_string(), 0), ("img".to_string(), 1)])
+    );
+}
+
+#[test]
+fn the_port_is_the_urls_last_part() {
+    assert_eq!(port_of("http://127.0.0.1:32768"), Some(32768));
+    assert_eq!(port_of("http://127.0.0.1:32768/"), Some(32768));
+    assert_eq!(port_of("unix:/run/agentd/x/sandboxd.sock"), None);
+}

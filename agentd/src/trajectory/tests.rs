@@ -1,0 +1,57 @@
+//! Unit tests of `trajectory.rs`.
+
+use super::*;
+
+fn events(json: &str) -> Vec<Event> {
+    serde_json::from_str(json).unwrap()
+}
+
+const RECORDED: &str = r#"[
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "say hi"}},
+        {"id": 1, "source": "agent", "action": "run", "args": {"command": "echo hi"}},
+        {"id": 2, "source": "environment", "cause": 1, "observation": "run", "content": "hi",
+         "extras": {"command": "echo hi", "metadata": {"exit_code": 0, "pid": 7, "username": "a",
+                    "hostname": "h1", "working_dir": "/w", "py_interpreter_path": null,
+                    "prefix": "", "suffix": ""}, "hidden": false}},
+        {"id": 3, "source": "agent", "action": "finish", "args": {"final_thought": "done"}}
+    ]"#;
+
+#[test]
+fn the_same_outcome_on_another_host_is_no_difference() {
+    let recorded = events(RECORDED);
+    let replayed = events(
+        &RECORDED
+            .replace("\"pid\": 7", "\"pid\": 9")
+            .replace("h1", "h2"),
+    );
+    assert_eq!(compare(&recorded, &replayed), vec![]);
+    assert_eq!(task(&recorded).as_deref(), Some("say hi"));
+    assert_eq!(agent_actions(&recorded).len(), 2);
+}
+
+#[test]
+fn other_content_or_exit_code_is_reported() {
+    let recorded = events(RECORDED);
+    let replayed = events(
+        &RECORDED
+            .replace("\"content\": \"hi\"", "\"content\": \"ho\"")
+            .replace("\"exit_code\": 0", "\"exit_code\": 1"),
+    );
+    let diffs = compare(&recorded, &replayed);
+    assert_eq!(diffs.len(), 1);
+    assert_eq!(diffs[0].step, 0);
+    assert_eq!(diffs[0].action, "run echo hi");
+    assert_eq!(diffs[0].recorded, "run (exit 0): hi");
+    assert_eq!(diffs[0].replayed, "run (exit 1): ho");
+}
+
+#[test]
+fn save_and_load_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let recorded: Vec<Arc<Event>> = events(RECORDED).into_iter().map(Arc::new).collect();
+    save(&path, &recorded).unwrap();
+    let loaded = load(&path).unwrap();
+    assert_eq!(loaded.len(), 4);
+    assert_eq!(loaded[1], *recorded[1]);
+}
