@@ -4,7 +4,8 @@
 //! was refused for lack of permission is not reported as finished.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use serde_json::json;
 use testkit::{FakeLlm, Reply};
@@ -39,26 +40,29 @@ fn script() -> Vec<Reply> {
     ]
 }
 
+/// A fresh workspace directory in `dir`, owned by `owner` (uid, gid).
+fn workspace_owned_by(dir: &Path, owner: (u32, u32)) -> PathBuf {
+    let workspace = dir.join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    std::os::unix::fs::chown(&workspace, Some(owner.0), Some(owner.1)).unwrap();
+    workspace
+}
+
+/// `agentd run --runtime docker` of the CodeAct agent against `fake`, with `extra` arguments.
+async fn run_in_docker(dir: &Path, workspace: &Path, fake: &FakeLlm, extra: &[&str]) -> Output {
+    let mut args = vec!["--runtime", "docker"];
+    args.extend(extra);
+    run(dir, workspace, fake, "Write calc.py and run it.", "", &args).await
+}
+
 /// Runs the script in a Docker sandbox on a fresh workspace owned by `owner` (uid, gid) and
 /// checks that every file the agent made belongs to `expected` on the host, and that the
 /// shell's `id` and home say the same.
 async fn agent_writes_as(owner: (u32, u32), expected: (u32, u32), extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
-    std::os::unix::fs::chown(&workspace, Some(owner.0), Some(owner.1)).unwrap();
+    let workspace = workspace_owned_by(dir.path(), owner);
     let fake = FakeLlm::start(script()).await;
-    let mut args = vec!["--runtime", "docker"];
-    args.extend(extra);
-    let out = run(
-        dir.path(),
-        &workspace,
-        &fake,
-        "Write calc.py and run it.",
-        "",
-        &args,
-    )
-    .await;
+    let out = run_in_docker(dir.path(), &workspace, &fake, extra).await;
     let log = stderr(&out);
     assert!(out.status.success(), "{log}");
     assert!(!log.contains("actions failed"), "{log}");
@@ -110,19 +114,9 @@ async fn a_root_workspace_is_written_as_root_where_the_policy_allows_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_workspace_is_refused_up_front_under_the_no_root_policy() {
     let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
-    std::os::unix::fs::chown(&workspace, Some(0), Some(0)).unwrap();
+    let workspace = workspace_owned_by(dir.path(), (0, 0));
     let fake = FakeLlm::start(script()).await;
-    let out = run(
-        dir.path(),
-        &workspace,
-        &fake,
-        "Write calc.py.",
-        "",
-        &["--runtime", "docker"],
-    )
-    .await;
+    let out = run_in_docker(dir.path(), &workspace, &fake, &[]).await;
     let log = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{log}");
     assert!(log.contains("belongs to root"), "{log}");
@@ -133,15 +127,7 @@ async fn a_root_workspace_is_refused_up_front_under_the_no_root_policy() {
     assert!(!dir.path().join("sessions").exists());
 
     // The same when the uid is asked for, and for a uid that could not write the workspace.
-    let out = run(
-        dir.path(),
-        &workspace,
-        &fake,
-        "Write calc.py.",
-        "",
-        &["--runtime", "docker", "--sandbox-uid", "4321"],
-    )
-    .await;
+    let out = run_in_docker(dir.path(), &workspace, &fake, &["--sandbox-uid", "4321"]).await;
     let log = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{log}");
     assert!(log.contains("could not write the workspace"), "{log}");
@@ -151,9 +137,7 @@ async fn a_root_workspace_is_refused_up_front_under_the_no_root_policy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_every_action_was_denied_is_not_finished_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
-    std::os::unix::fs::chown(&workspace, Some(1000), Some(1000)).unwrap();
+    let workspace = workspace_owned_by(dir.path(), (1000, 1000));
     let fake = FakeLlm::start([
         Reply::tool_calls([(
             "str_replace_editor",
@@ -166,15 +150,7 @@ async fn a_run_whose_every_action_was_denied_is_not_finished_and_says_why() {
         Reply::tool_calls([("finish", json!({"message": "done"}))]),
     ])
     .await;
-    let out = run(
-        dir.path(),
-        &workspace,
-        &fake,
-        "Write calc.py.",
-        "",
-        &["--runtime", "docker"],
-    )
-    .await;
+    let out = run_in_docker(dir.path(), &workspace, &fake, &[]).await;
     let log = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{log}");
     assert!(

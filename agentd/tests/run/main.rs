@@ -141,6 +141,27 @@ fn record(runtime: &str, dir: &Path, workspace: &Path, extra: &[&str]) -> PathBu
     trajectory
 }
 
+/// `agentd run --replay trajectory` on `runtime` in `workspace`, sessions in `sessions`:
+/// its exit status and stderr.
+fn replay(
+    sessions: &Path,
+    runtime: &str,
+    trajectory: &Path,
+    workspace: &Path,
+) -> (Option<i32>, String) {
+    let out = agentd(sessions)
+        .args(["run", "--runtime", runtime, "--replay"])
+        .arg(trajectory)
+        .arg("--workspace")
+        .arg(workspace)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn a_run_records_a_trajectory_that_replays_identically() {
     let dir = tempfile::tempdir().unwrap();
@@ -171,15 +192,8 @@ fn a_run_records_a_trajectory_that_replays_identically() {
         ),
     )
     .unwrap();
-    let out = agentd(&dir.path().join("sessions2"))
-        .args(["run", "--runtime", "local", "--replay"])
-        .arg(&trajectory)
-        .arg("--workspace")
-        .arg(&again)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (status, stderr) = replay(&dir.path().join("sessions2"), "local", &trajectory, &again);
+    assert_eq!(status, Some(0), "{stderr}");
     assert!(stderr.contains("replay matches the recording"), "{stderr}");
 
     // A recording that saw something else: reported, exit status 3.
@@ -190,15 +204,8 @@ fn a_run_records_a_trajectory_that_replays_identically() {
         .replace(&again.display().to_string(), &third.display().to_string())
         .replacen("\"content\": \"hello\"", "\"content\": \"bonjour\"", 1);
     std::fs::write(&trajectory, text).unwrap();
-    let out = agentd(&dir.path().join("sessions3"))
-        .args(["run", "--runtime", "local", "--replay"])
-        .arg(&trajectory)
-        .arg("--workspace")
-        .arg(&third)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let (status, stderr) = replay(&dir.path().join("sessions3"), "local", &trajectory, &third);
+    assert_eq!(status, Some(3), "{stderr}");
     assert!(
         stderr.contains("recorded: run (exit 0): bonjour"),
         "{stderr}"
@@ -219,15 +226,13 @@ fn a_trajectory_replays_the_same_on_docker_as_on_local() {
     let docker_ws = dir.path().join("docker");
     std::fs::create_dir(&docker_ws).unwrap();
     std::os::unix::fs::chown(&docker_ws, Some(1000), Some(1000)).unwrap();
-    let out = agentd(&dir.path().join("sessions-docker"))
-        .args(["run", "--runtime", "docker", "--replay"])
-        .arg(&recorded)
-        .arg("--workspace")
-        .arg(&docker_ws)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (status, stderr) = replay(
+        &dir.path().join("sessions-docker"),
+        "docker",
+        &recorded,
+        &docker_ws,
+    );
+    assert_eq!(status, Some(0), "{stderr}");
     assert!(stderr.contains("replay matches the recording"), "{stderr}");
     assert_eq!(
         std::fs::read_to_string(docker_ws.join("greeting.txt")).unwrap(),

@@ -300,15 +300,9 @@ async fn the_callers_user_is_honoured_and_root_needs_the_policy() {
     assert_eq!(refused.status(), Some(400), "{refused}");
 
     // Another uid: the sandbox user takes it.
-    let started = api
-        .start(&start_as("uid", "openhands", "4321"))
-        .await
-        .unwrap();
-    api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
-        .await
-        .unwrap()
-        .unwrap();
-    let sandbox = SandboxClient::new(&started.url, started.session_api_key.clone()).unwrap();
+    let (_, sandbox) = service
+        .ready_sandbox_for(KEY_A, &start_as("uid", "openhands", "4321"))
+        .await;
     let obs = sandbox
         .run("id -u; id -g; cd ~ && pwd", None)
         .await
@@ -320,13 +314,9 @@ async fn the_callers_user_is_honoured_and_root_needs_the_policy() {
         extra: vec!["--allow-root".to_string()],
         ..Options::default()
     });
-    let api = rooted.api(KEY_A);
-    let started = api.start(&start_as("root", "root", "0")).await.unwrap();
-    api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
-        .await
-        .unwrap()
-        .unwrap();
-    let sandbox = SandboxClient::new(&started.url, started.session_api_key.clone()).unwrap();
+    let (_, sandbox) = rooted
+        .ready_sandbox_for(KEY_A, &start_as("root", "root", "0"))
+        .await;
     let obs = sandbox
         .run(
             "id -u; cd ~ && pwd; touch /workspace/f && stat -c %U /workspace/f",

@@ -118,8 +118,17 @@ impl Service {
 
     /// Starts a sandbox for `session` with `key` and waits until it is ready.
     pub async fn ready_sandbox(&self, key: &str, session: &str) -> (StartResponse, SandboxClient) {
+        self.ready_sandbox_for(key, &start_request(session)).await
+    }
+
+    /// Starts a sandbox for `request` with `key` and waits until it is ready.
+    pub async fn ready_sandbox_for(
+        &self,
+        key: &str,
+        request: &StartRequest,
+    ) -> (StartResponse, SandboxClient) {
         let api = self.api(key);
-        let started = api.start(&start_request(session)).await.unwrap();
+        let started = api.start(request).await.unwrap();
         api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
             .await
             .unwrap()
