@@ -117,6 +117,23 @@ fn listener() -> (RetryListener, Arc<Mutex<Vec<RetryNotice>>>) {
     (listener, seen)
 }
 
+/// An `Llm` with `config`, and the retry notices it gives.
+fn watched(config: LlmConfig) -> (Llm, Arc<Mutex<Vec<RetryNotice>>>) {
+    let (listener, seen) = listener();
+    (
+        Llm::new(config).unwrap().with_retry_listener(listener),
+        seen,
+    )
+}
+
+/// Asserts that the answer's text is `text`.
+fn assert_text(completion: &Completion, text: &str) {
+    assert_eq!(
+        completion.message.content,
+        Some(Content::Text(text.to_owned()))
+    );
+}
+
 fn failed(result: Result<Completion, LlmError>) -> LlmError {
     match result {
         Ok(completion) => panic!("expected an error, got {:?}", completion.message),
@@ -173,10 +190,7 @@ async fn native_tool_calls_come_back_with_metrics_and_cost_from_the_price_table(
 
     // A clone shares the metrics; each completion's lists hold only its own call.
     let second = llm.clone().completion(history(), &tools).await.unwrap();
-    assert_eq!(
-        second.message.content,
-        Some(Content::Text("All done.".to_owned()))
-    );
+    assert_text(&second, "All done.");
     let cost2 = cost1 + 2000.0 * 2.5e-6 + 10.0 * 1e-5;
     assert!(
         (second.metrics.to_json()["accumulated_cost"]
@@ -259,15 +273,9 @@ async fn rate_limit_then_success_is_retried_and_the_listener_sees_it() {
         Reply::text("ok"),
     ])
     .await;
-    let (listener, seen) = listener();
-    let llm = Llm::new(config(fake.base_url()))
-        .unwrap()
-        .with_retry_listener(listener);
+    let (llm, seen) = watched(config(fake.base_url()));
     let completion = llm.completion(history(), &[]).await.unwrap();
-    assert_eq!(
-        completion.message.content,
-        Some(Content::Text("ok".to_owned()))
-    );
+    assert_text(&completion, "ok");
     assert_eq!(fake.requests().len(), 2);
     assert_eq!(fake.requests()[0], fake.requests()[1]);
     let seen = seen.lock().unwrap().clone();
@@ -291,10 +299,9 @@ async fn server_errors_are_retried_num_retries_times_then_fail() {
         Reply::error(502, "bad gateway"),
     ])
     .await;
-    let (listener, seen) = listener();
     let mut config = config(fake.base_url());
     config.num_retries = 2;
-    let llm = Llm::new(config).unwrap().with_retry_listener(listener);
+    let (llm, seen) = watched(config);
     let error = failed(llm.completion(history(), &[]).await);
     assert_eq!(error.kind().name(), "InternalServerError");
     assert_eq!(
@@ -330,15 +337,9 @@ async fn empty_answers_and_error_objects_in_200s_are_retried() {
         Reply::text("finally"),
     ])
     .await;
-    let (listener, seen) = listener();
-    let llm = Llm::new(config(fake.base_url()))
-        .unwrap()
-        .with_retry_listener(listener);
+    let (llm, seen) = watched(config(fake.base_url()));
     let completion = llm.completion(history(), &[]).await.unwrap();
-    assert_eq!(
-        completion.message.content,
-        Some(Content::Text("finally".to_owned()))
-    );
+    assert_text(&completion, "finally");
     let kinds: Vec<String> = seen
         .lock()
         .unwrap()

@@ -5,27 +5,18 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
+/// The JSON body of `GET url`.
+async fn get_json(client: &reqwest::Client, url: &str) -> Value {
+    client.get(url).send().await.unwrap().json().await.unwrap()
+}
+
 #[tokio::test]
 async fn alive_and_server_info_are_open_everything_else_needs_the_key() {
     let sb = Sandbox::start().await;
     let plain = reqwest::Client::new();
-    let alive: Value = plain
-        .get(format!("{}/alive", sb.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let alive: Value = get_json(&plain, &format!("{}/alive", sb.url)).await;
     assert_eq!(alive, json!({"status": "ok"}));
-    let info: Value = plain
-        .get(format!("{}/server_info", sb.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let info: Value = get_json(&plain, &format!("{}/server_info", sb.url)).await;
     for key in ["uptime", "idle_time"] {
         assert!(info[key].is_f64(), "{info}");
     }

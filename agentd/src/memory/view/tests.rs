@@ -21,6 +21,11 @@ fn condensation(args: CondensationArgs) -> Action {
     Action::from(ActionKind::Condensation(args))
 }
 
+/// Adds the agent's condensation with `args` to `stream`.
+fn add_condensation(stream: &EventStream, args: CondensationArgs) {
+    stream.add(condensation(args), EventSource::Agent).unwrap();
+}
+
 /// Ten commands after a user message: ids 0 (message) and 1..=10 (runs).
 fn stream() -> EventStream {
     let stream = EventStream::in_memory();
@@ -65,18 +70,16 @@ fn a_history_without_condensations_is_its_own_view_minus_bookkeeping() {
 #[test]
 fn one_condensation_forgets_a_range_and_shows_its_summary_at_its_offset() {
     let stream = stream();
-    stream
-        .add(
-            condensation(CondensationArgs {
-                forgotten_events_start_id: Some(2),
-                forgotten_events_end_id: Some(6),
-                summary: Some("ran echo 2 to echo 6".into()),
-                summary_offset: Some(1),
-                ..CondensationArgs::default()
-            }),
-            EventSource::Agent,
-        )
-        .unwrap();
+    add_condensation(
+        &stream,
+        CondensationArgs {
+            forgotten_events_start_id: Some(2),
+            forgotten_events_end_id: Some(6),
+            summary: Some("ran echo 2 to echo 6".into()),
+            summary_offset: Some(1),
+            ..CondensationArgs::default()
+        },
+    );
     let view = View::from_events(&stream.all());
     assert_eq!(
         ids(&view),
@@ -93,30 +96,26 @@ fn one_condensation_forgets_a_range_and_shows_its_summary_at_its_offset() {
 #[test]
 fn two_condensations_forget_both_sets_and_the_newest_summary_wins() {
     let stream = stream();
-    stream
-        .add(
-            condensation(CondensationArgs {
-                forgotten_events_start_id: Some(1),
-                forgotten_events_end_id: Some(3),
-                summary: Some("first".into()),
-                summary_offset: Some(1),
-                ..CondensationArgs::default()
-            }),
-            EventSource::Agent,
-        )
-        .unwrap();
+    add_condensation(
+        &stream,
+        CondensationArgs {
+            forgotten_events_start_id: Some(1),
+            forgotten_events_end_id: Some(3),
+            summary: Some("first".into()),
+            summary_offset: Some(1),
+            ..CondensationArgs::default()
+        },
+    );
     stream.add(message("more work"), EventSource::User).unwrap();
-    stream
-        .add(
-            condensation(CondensationArgs {
-                forgotten_event_ids: Some(vec![4, 6, 8]),
-                summary: Some("second".into()),
-                summary_offset: Some(1),
-                ..CondensationArgs::default()
-            }),
-            EventSource::Agent,
-        )
-        .unwrap();
+    add_condensation(
+        &stream,
+        CondensationArgs {
+            forgotten_event_ids: Some(vec![4, 6, 8]),
+            summary: Some("second".into()),
+            summary_offset: Some(1),
+            ..CondensationArgs::default()
+        },
+    );
     let view = View::from_events(&stream.all());
     assert_eq!(
         ids(&view),
@@ -128,15 +127,13 @@ fn two_condensations_forget_both_sets_and_the_newest_summary_wins() {
 #[test]
 fn a_condensation_without_summary_only_forgets_and_the_first_message_is_kept_apart() {
     let stream = stream();
-    stream
-        .add(
-            condensation(CondensationArgs {
-                forgotten_event_ids: Some(vec![0, 1, 2]),
-                ..CondensationArgs::default()
-            }),
-            EventSource::Agent,
-        )
-        .unwrap();
+    add_condensation(
+        &stream,
+        CondensationArgs {
+            forgotten_event_ids: Some(vec![0, 1, 2]),
+            ..CondensationArgs::default()
+        },
+    );
     let view = View::from_events(&stream.all());
     assert_eq!(view.len(), 8);
     assert_eq!(view.summary(), None);
