@@ -138,11 +138,6 @@ pub async fn ensure_sandbox_image(
         ContextFile::new("sandboxd", &binary, 0o755),
     ];
     build(docker, &tag, &context, &HashMap::new(), &mut progress).await?;
-    // A build that ends without an error but without the tag is still a failure.
-    docker
-        .inspect_image(&tag)
-        .await
-        .map_err(|e| DockerError::Build(format!("{tag} was not created: {e}")))?;
     let elapsed = started.elapsed();
     tracing::info!(%tag, secs = elapsed.as_secs_f64(), "built sandbox image");
     Ok(SandboxImage {
@@ -205,10 +200,6 @@ pub(crate) async fn ensure_user_image(
         tracing::debug!(target: "agentd::build", "{line}");
     })
     .await?;
-    docker
-        .inspect_image(&tag)
-        .await
-        .map_err(|e| DockerError::Build(format!("{tag} was not created: {e}")))?;
     tracing::info!(%tag, secs = started.elapsed().as_secs_f64(), "made the sandbox user {user}");
     Ok(tag)
 }
@@ -250,8 +241,8 @@ impl<'a> ContextFile<'a> {
 }
 
 /// Builds the image `tag` from an in-memory context (which holds a `Dockerfile`), with `labels`
-/// on the result, passing each line the build prints to `progress`. No registry is consulted: `FROM` must name a local
-/// image.
+/// on the result, passing each line the build prints to `progress`, and checks that the tag
+/// exists afterwards. No registry is consulted: `FROM` must name a local image.
 pub async fn build(
     docker: &Docker,
     tag: &str,
@@ -290,6 +281,11 @@ pub async fn build(
             }
         }
     }
+    // A build that ends without an error but without the tag is still a failure.
+    docker
+        .inspect_image(tag)
+        .await
+        .map_err(|e| DockerError::Build(format!("{tag} was not created: {e}")))?;
     Ok(())
 }
 
