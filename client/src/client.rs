@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use protocol::action::{CmdRunArgs, FileEditArgs, FileReadArgs, FileWriteArgs};
-use protocol::api::{ConfigureRequest, ListFilesRequest, ServerInfo, UploadResponse};
+use protocol::api::{
+    ConfigureRequest, KillAllResponse, ListFilesRequest, ServerInfo, UploadResponse,
+};
 use protocol::{Action, ActionKind, Observation};
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Method, Url};
@@ -238,6 +240,17 @@ impl SandboxClient {
         )?;
         let body = self.send(request, "/server_info").await?;
         decode(body, "/server_info")
+    }
+
+    /// `POST /processes/kill_all`: kills every process the agent started except the shells and
+    /// the IPython kernel (background jobs, servers, a fork bomb); returns how many.
+    pub async fn kill_all_processes(&self) -> Result<usize, ClientError> {
+        let request = self.build(
+            self.request(Method::POST, "processes/kill_all")?
+                .timeout(SERVER_INFO_TIMEOUT),
+        )?;
+        let body = self.send(request, "/processes/kill_all").await?;
+        decode::<KillAllResponse>(body, "/processes/kill_all").map(|r| r.killed)
     }
 
     /// `POST /configure` to a sandboxd started with `--await-configuration` (this client's key

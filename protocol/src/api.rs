@@ -18,6 +18,15 @@ pub struct AliveResponse {
     pub status: String,
 }
 
+/// Body of `POST /processes/kill_all` (a sandboxd extension): what was done.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KillAllResponse {
+    /// How many processes the agent had started were killed (the shells and the IPython
+    /// kernel are kept).
+    pub killed: usize,
+}
+
 /// Body of every error answer: `{"detail": ...}`, plus validation details on 422.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorResponse {

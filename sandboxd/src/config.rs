@@ -97,6 +97,14 @@ pub struct Cli {
     #[arg(long, env = "SANDBOXD_NO_LOGIN_SHELL")]
     pub(crate) no_login_shell: bool,
 
+    /// Which processes count as the agent's, for `C-c` at the prompt and
+    /// `POST /processes/kill_all`: `tree`, sandboxd's descendants below its own children (the
+    /// shells and the kernel, which are kept), missing jobs that double-forked out of the tree;
+    /// or `user`, every process of the shell's user except those children, for a sandbox whose
+    /// user runs nothing but the agent's code (agentd's containers).
+    #[arg(long, env = "SANDBOXD_AGENT_PROCESSES", value_enum, default_value_t = AgentProcesses::Tree)]
+    pub(crate) agent_processes: AgentProcesses,
+
     /// Largest accepted JSON request body, in bytes.
     #[arg(long, default_value_t = 64 * 1024 * 1024)]
     pub(crate) max_body_bytes: usize,
@@ -122,6 +130,15 @@ pub struct Cli {
     pub(crate) configure_key: Option<String>,
 }
 
+/// `--agent-processes`: how sandboxd finds the processes the agent started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum AgentProcesses {
+    /// sandboxd's descendants.
+    Tree,
+    /// Every process of the shell's user.
+    User,
+}
+
 /// The settings a started sandboxd cannot change: a configuration that differs in one of them
 /// restarts it (see `crate::configure`).
 #[derive(Debug, PartialEq)]
@@ -139,6 +156,7 @@ pub(crate) struct Settings<'a> {
     max_body_bytes: usize,
     max_upload_bytes: usize,
     exit_with_parent: Option<u32>,
+    agent_processes: AgentProcesses,
 }
 
 impl Cli {
@@ -158,6 +176,7 @@ impl Cli {
             max_body_bytes: self.max_body_bytes,
             max_upload_bytes: self.max_upload_bytes,
             exit_with_parent: self.exit_with_parent,
+            agent_processes: self.agent_processes,
         }
     }
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 use protocol::action::{ActionKind, CmdRunArgs};
 use protocol::{Action, Observation};
 
+use crate::agent_procs;
 use crate::bash::{BashShell, ShellConfig, ShellError};
 use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
@@ -38,6 +39,8 @@ pub(crate) struct ExecutorConfig {
     pub(crate) plugins: Vec<String>,
     /// `--python`: the interpreter that runs the IPython kernel (default `python3` on `PATH`).
     pub(crate) python: Option<PathBuf>,
+    /// Which processes count as the agent's (`C-c` at the prompt, [`Executor::kill_all`]).
+    pub(crate) agent_processes: agent_procs::Scope,
 }
 
 /// Errors starting the executor.
@@ -102,6 +105,7 @@ impl Executor {
             output_dir: config.output_dir,
             command_seq: AtomicU64::new(1),
             env: std::sync::RwLock::default(),
+            agent_processes: config.agent_processes,
         });
         let bash = BashShell::start(shells.clone(), config.working_dir.clone()).await?;
         Ok(Executor {
@@ -148,6 +152,12 @@ impl Executor {
             self.ipython.boot(self.working_dir.clone());
         }
         Ok(())
+    }
+
+    /// Kills every process the agent started except the shells and the kernel (see
+    /// [`agent_procs`]); returns how many.
+    pub(crate) fn kill_all(&self) -> usize {
+        agent_procs::kill_all(self.shells.agent_processes)
     }
 
     /// The initial working directory.

@@ -11,6 +11,7 @@
 //! [`exec_as_if_requested`] is the hidden privilege-dropping mode. The error types are public
 //! because [`RunError`] carries them; everything else is private to the crate.
 
+mod agent_procs;
 mod bash;
 mod config;
 mod configure;
@@ -33,7 +34,7 @@ pub use bash::{ShellError, SpawnError};
 pub use config::Cli;
 pub use executor::StartError;
 pub use listen::ListenAddr;
-pub use user::{UserError, exec_as_if_requested};
+pub use user::{UserError, exec_as_if_requested, regain_root};
 
 use listen::Listener;
 
@@ -116,6 +117,18 @@ async fn start_executor(cli: &Cli) -> Result<executor::Executor, RunError> {
         browser_downloads(cli, &working_dir);
     }
     let run_as = user::resolve(&cli.username, cli.user_id)?;
+    // From here on sandboxd acts with the user's rights and is out of the user's reach.
+    if let Some(user) = &run_as {
+        user::separate(user)?;
+    }
+    let agent_processes = match cli.agent_processes {
+        config::AgentProcesses::Tree => agent_procs::Scope::Tree,
+        config::AgentProcesses::User => agent_procs::Scope::Uid(
+            run_as
+                .as_ref()
+                .map_or_else(|| nix::unistd::getuid().as_raw(), |u| u.uid),
+        ),
+    };
     let output_dir = cli
         .output_dir
         .clone()
@@ -133,6 +146,7 @@ async fn start_executor(cli: &Cli) -> Result<executor::Executor, RunError> {
             cli.plugins.clone()
         },
         python: cli.python.clone(),
+        agent_processes,
     })
     .await?)
 }

@@ -10,6 +10,11 @@ fn main() -> ExitCode {
         eprintln!("sandboxd: {error}");
         return ExitCode::from(126);
     }
+    // A separated sandboxd that re-executed itself (taking a configuration) starts as root again.
+    if let Err(error) = sandboxd::regain_root() {
+        eprintln!("sandboxd: {error}");
+        return ExitCode::FAILURE;
+    }
     let cli = sandboxd::Cli::parse();
     if let Some(parent) = cli.exit_with_parent {
         // The kernel sends SIGTERM when the parent dies; if it died before this line, we are
@@ -32,6 +37,8 @@ fn main() -> ExitCode {
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Blocking threads, once made, stay: see `reserve_blocking_threads`.
+        .thread_keep_alive(BLOCKING_THREAD_KEEP_ALIVE)
         .build()
     {
         Ok(rt) => rt,
@@ -40,6 +47,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    reserve_blocking_threads(&runtime);
     if cli.await_configuration {
         let waiting = runtime.block_on(async {
             let shutdown = shutdown_signal();
@@ -107,4 +115,28 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
             _ = int.recv() => {}
         }
     }
+}
+
+/// How long an idle blocking thread is kept: longer than any sandbox lives.
+const BLOCKING_THREAD_KEEP_ALIVE: std::time::Duration =
+    std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// Blocking threads made at start (file actions, transfers and `/proc` reads run on them).
+const RESERVED_BLOCKING_THREADS: usize = 4;
+
+/// Makes [`RESERVED_BLOCKING_THREADS`] blocking threads now, while threads can be made. The
+/// agent's code shares the sandbox's pids limit with sandboxd: once a fork bomb has taken every
+/// pid, no new thread can start, and tokio then queues blocking work on the threads it has
+/// (it fails only when it has none). With these kept alive, file actions, `/alive` and
+/// `POST /processes/kill_all` still answer under a fork bomb.
+fn reserve_blocking_threads(runtime: &tokio::runtime::Runtime) {
+    let started = std::sync::Arc::new(std::sync::Barrier::new(RESERVED_BLOCKING_THREADS + 1));
+    for _ in 0..RESERVED_BLOCKING_THREADS {
+        let started = started.clone();
+        // Each waits until all have started, so that they are distinct threads.
+        drop(runtime.spawn_blocking(move || {
+            started.wait();
+        }));
+    }
+    started.wait();
 }

@@ -13,7 +13,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use protocol::api::{AliveResponse, ConfigureRequest, ErrorResponse, ServerInfo, UploadResponse};
+use protocol::api::{
+    AliveResponse, ConfigureRequest, ErrorResponse, KillAllResponse, ServerInfo, UploadResponse,
+};
 use protocol::{Action, ActionType};
 use serde::Deserialize;
 use serde_json::Value;
@@ -59,6 +61,7 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
         .route("/download_files", get(download_files))
         .route("/vscode/connection_token", get(vscode_token))
         .route("/update_mcp_server", post(update_mcp_server))
+        .route("/processes/kill_all", post(kill_all))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .merge(
             Router::new()
@@ -217,6 +220,16 @@ fn alive_response(health: Result<(), String>) -> Response {
         .into_response(),
         Err(why) => detail(StatusCode::SERVICE_UNAVAILABLE, why),
     }
+}
+
+/// `POST /processes/kill_all`: kills every process the agent started except the shells and
+/// the kernel (the recovery from a runaway process tree; see `crate::agent_procs`).
+async fn kill_all(State(state): State<Arc<AppState>>) -> axum::Json<KillAllResponse> {
+    // Inline, not on a blocking thread: a fork bomb may have taken every pid a new thread
+    // needs, and the scan takes milliseconds.
+    let killed = state.executor.kill_all();
+    tracing::info!(killed, "killed the agent's processes");
+    axum::Json(KillAllResponse { killed })
 }
 
 async fn openapi() -> Response {

@@ -57,6 +57,14 @@ pub enum UserError {
     /// The password database could not be read (no retry helps).
     #[error("cannot look up user {0:?}: {1}")]
     Lookup(String, std::io::Error),
+    /// sandboxd could not take the user's rights for its own work (see [`separate`]).
+    #[error("cannot act as user {name:?}: {reason}")]
+    Separate {
+        /// The user's name.
+        name: String,
+        /// What failed.
+        reason: String,
+    },
 }
 
 /// Which user the shell must switch to, if any.
@@ -64,7 +72,8 @@ pub enum UserError {
 /// Only root can switch; when sandboxd is not root it runs everything as itself (local use).
 /// Root asked for root needs no switch either.
 pub(crate) fn resolve(username: &str, user_id: u32) -> Result<Option<RunAs>, UserError> {
-    if !Uid::effective().is_root() {
+    // The real uid: a sandboxd already separated from its user (see `separate`) is still root.
+    if !Uid::current().is_root() {
         return Ok(None);
     }
     let user = lookup(Path::new(PASSWD_FILE), username, user_id)?;
@@ -160,6 +169,82 @@ fn read_groups(group_file: &Path, name: &str, gid: u32) -> Result<Vec<u32>, Stri
     }
 }
 
+/// Separates sandboxd from the user it serves, keeping root only to start that user's processes.
+///
+/// sandboxd (started as root) takes the user's uid and groups as its *effective* ids, so every
+/// file it reads or writes for an action is checked against the user's rights and new files
+/// belong to the user; the *real* and *saved* ids stay root. That makes sandboxd a process the
+/// user's code cannot touch: the kernel lets a process signal another only when its uid matches
+/// the target's real or saved uid (`kill -9 -1` by the user passes sandboxd by), ptrace needs all
+/// three to match, and the credential change makes sandboxd non-dumpable, so its `/proc` files
+/// (its environment with the session key, its memory) belong to root. sandboxd can still signal
+/// the user's processes and read their `/proc/PID/syscall` (its effective and filesystem uid are
+/// theirs), and it starts them through [`wrap_command`], whose exec-as mode takes root back
+/// ([`regain_root`]) before switching all ids to the user. Capabilities: the permitted set stays
+/// (the real uid is 0) and the effective set is emptied (the effective uid is not).
+///
+/// The user can still reach sandboxd's rights through anything that makes them root (the
+/// `sudo` a sandbox may allow): such a sandbox trusts its user with root.
+pub(crate) fn separate(user: &RunAs) -> Result<(), UserError> {
+    let fail = |reason: String| UserError::Separate {
+        name: user.name.clone(),
+        reason,
+    };
+    let groups: Vec<Gid> = read_groups(Path::new(GROUP_FILE), &user.name, user.gid)
+        .map_err(fail)?
+        .into_iter()
+        .map(Gid::from_raw)
+        .collect();
+    let root_uid = Uid::from_raw(0);
+    let root_gid = Gid::from_raw(0);
+    // Groups first: setgroups needs CAP_SETGID, which the effective uid change below clears.
+    nix::unistd::setgroups(&groups).map_err(|e| fail(format!("setgroups: {e}")))?;
+    nix::unistd::setresgid(root_gid, Gid::from_raw(user.gid), root_gid)
+        .map_err(|e| fail(format!("setresgid: {e}")))?;
+    nix::unistd::setresuid(root_uid, Uid::from_raw(user.uid), root_uid)
+        .map_err(|e| fail(format!("setresuid: {e}")))?;
+    // The kernel already did this on the uid change (unless the host's fs.suid_dumpable says
+    // otherwise); say it explicitly.
+    nix::sys::prctl::set_dumpable(false).map_err(|e| fail(format!("PR_SET_DUMPABLE: {e}")))?;
+    Ok(())
+}
+
+/// Takes root back when the real uid is root but the effective one is not: in a process that
+/// [`separate`] left that way and that then re-executed itself (exec-as mode, a pre-started
+/// sandboxd taking its configuration). Allowed without privilege: the effective and saved ids
+/// may always be set to the real ones.
+pub fn regain_root() -> Result<(), String> {
+    if !Uid::current().is_root() || Uid::effective().is_root() {
+        return Ok(());
+    }
+    let (root_uid, root_gid) = (Uid::from_raw(0), Gid::from_raw(0));
+    nix::unistd::setresuid(root_uid, root_uid, root_uid)
+        .map_err(|e| format!("taking root back (setresuid): {e}"))?;
+    nix::unistd::setresgid(root_gid, root_gid, root_gid)
+        .map_err(|e| format!("taking root back (setresgid): {e}"))
+}
+
+/// Empties the capability bounding set when no-new-privileges is on (as in agentd's
+/// containers), so that the user's processes hold no capability in any set, not even one they
+/// could never use. Without no-new-privileges the set is kept: a setuid `sudo` the sandbox
+/// allows needs it. Dropping needs CAP_SETPCAP; a process that lacks it keeps the set (it
+/// cannot use it either: no-new-privileges already stops every way of gaining one).
+fn drop_bounding_set_under_no_new_privs() -> Result<(), String> {
+    if !nix::sys::prctl::get_no_new_privs().unwrap_or(false)
+        || !caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SETPCAP)
+            .unwrap_or(false)
+    {
+        return Ok(());
+    }
+    let bounding = caps::read(None, caps::CapSet::Bounding)
+        .map_err(|e| format!("reading the capability bounding set: {e}"))?;
+    for cap in bounding {
+        caps::drop(None, caps::CapSet::Bounding, cap)
+            .map_err(|e| format!("dropping {cap} from the bounding set: {e}"))?;
+    }
+    Ok(())
+}
+
 /// The program and arguments that run `program args...` as `user`.
 pub(crate) fn wrap_command(user: &RunAs, program: &str, args: &[&str]) -> Vec<OsString> {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
@@ -198,12 +283,14 @@ fn exec_as(args: &[String]) -> Result<std::convert::Infallible, String> {
     if dashdash != "--" {
         return Err(format!("expected -- after the user name, got {dashdash:?}"));
     }
+    regain_root()?;
     let uid = Uid::from_raw(uid.parse().map_err(|e| format!("bad uid {uid:?}: {e}"))?);
     let gid = Gid::from_raw(gid.parse().map_err(|e| format!("bad gid {gid:?}: {e}"))?);
     let groups: Vec<Gid> = read_groups(Path::new(GROUP_FILE), name, gid.as_raw())?
         .into_iter()
         .map(Gid::from_raw)
         .collect();
+    drop_bounding_set_under_no_new_privs()?;
     nix::unistd::setgroups(&groups).map_err(|e| format!("setgroups: {e}"))?;
     nix::unistd::setgid(gid).map_err(|e| format!("setgid: {e}"))?;
     nix::unistd::setuid(uid).map_err(|e| format!("setuid: {e}"))?;

@@ -21,6 +21,7 @@ use super::framing::PromptState;
 use super::observe::{self, CommandEnd, Current, TIMEOUT_HELP};
 use super::shell::{Shell, ShellConfig, ShellError, ShellEvent, sleep_until};
 use super::split::multiple_commands_error;
+use crate::agent_procs;
 use crate::observations;
 use crate::supervise::{Health, supervise};
 
@@ -277,7 +278,8 @@ impl Actor {
                     "ERROR: No previous running command to retrieve logs from.",
                 );
             }
-            if args.is_input {
+            // `C-c` at the prompt is the recovery from a runaway process tree (step 4).
+            if args.is_input && special_key(&command) != Some('C') {
                 return failed_run(
                     "",
                     hidden,
@@ -325,6 +327,8 @@ impl Actor {
 
         // 4. Send.
         let key = special_key(&command);
+        // How many of the agent's processes `C-c` at the prompt killed.
+        let mut killed = None;
         if let Some(key) = key {
             if !running && key != 'C' {
                 return failed_run(
@@ -334,6 +338,7 @@ impl Actor {
                 );
             }
             if !running {
+                killed = Some(agent_procs::kill_all(self.config.agent_processes));
                 self.current = Some(Current::new(&self.config));
                 shell.track_prompt();
             }
@@ -377,6 +382,12 @@ impl Actor {
         }
         if let Some(note) = restarted {
             observe::prepend_note(&mut obs, &note);
+        }
+        if let Some(killed) = killed.filter(|&n| n > 0) {
+            let processes = if killed == 1 { "process" } else { "processes" };
+            obs.content.push_str(&format!(
+                "\n[C-c at the prompt killed {killed} {processes} the agent had started (background jobs included); the shell and the IPython kernel were kept.]"
+            ));
         }
         obs
     }

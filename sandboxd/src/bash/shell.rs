@@ -39,6 +39,8 @@ pub(crate) struct ShellConfig {
     /// Environment of new shells on top of sandboxd's own: the caller's, when a pre-started
     /// sandboxd was configured in place (see `crate::configure`).
     pub(crate) env: std::sync::RwLock<BTreeMap<String, String>>,
+    /// Which processes `C-c` at the prompt kills (see `crate::agent_procs`).
+    pub(crate) agent_processes: crate::agent_procs::Scope,
 }
 
 impl ShellConfig {

@@ -113,6 +113,11 @@ impl Sandbox {
         })
     }
 
+    /// sandboxd's pid.
+    pub fn pid(&self) -> u32 {
+        self.daemon.pid()
+    }
+
     pub fn ws_str(&self) -> String {
         self.ws.to_string_lossy().into_owned()
     }

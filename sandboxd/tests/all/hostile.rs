@@ -301,3 +301,49 @@ async fn a_static_command_in_a_missing_directory_is_refused() {
     );
     assert_eq!(exit_code(&obs), -1);
 }
+
+/// `$!` of a background job started by `command` (its last line).
+async fn background_pid(sb: &Sandbox, command: &str) -> u32 {
+    let obs = sb.run(command).await;
+    content(&obs)
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn c_c_at_the_prompt_kills_the_agents_jobs_and_keeps_the_shell() {
+    let sb = Sandbox::start().await;
+    sb.run("cd / && export MARK=kept").await;
+    let job = background_pid(&sb, "sleep 300 & echo $!").await;
+    let nohup = background_pid(&sb, "nohup sleep 301 > /dev/null 2>&1 & echo $!").await;
+    let obs = sb.input("C-c").await;
+    assert!(
+        content(&obs).contains("C-c at the prompt killed 2 processes the agent had started"),
+        "{obs}"
+    );
+    eventually("both jobs to be gone", || {
+        [job, nohup]
+            .iter()
+            .all(|p| sandbox_common::ProcStat::read(*p).is_none_or(|s| s.is_zombie()))
+    })
+    .await;
+    let obs = sb.run("echo $MARK $(pwd)").await;
+    assert!(content(&obs).ends_with("kept /"), "{obs}");
+}
+
+#[tokio::test]
+async fn kill_all_kills_the_agents_processes_and_says_how_many() {
+    let sb = Sandbox::start().await;
+    let job = background_pid(&sb, "sleep 300 & echo $!").await;
+    let (status, body) = sb.post_json("/processes/kill_all", &json!({})).await;
+    assert_eq!((status, &body), (200, &json!({"killed": 1})));
+    eventually("the job to be gone", || {
+        sandbox_common::ProcStat::read(job).is_none_or(|s| s.is_zombie())
+    })
+    .await;
+    assert_eq!(exit_code(&sb.run("true").await), 0);
+}

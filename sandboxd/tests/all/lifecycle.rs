@@ -111,3 +111,34 @@ async fn accepts_the_reference_start_command_line() {
     // OpenHands test-suite expects.
     assert!(sb.ws.join(".downloads").is_dir());
 }
+
+#[tokio::test]
+async fn as_root_sandboxd_acts_with_the_users_rights_and_is_out_of_its_reach() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to switch users");
+        return;
+    }
+    let sb = Sandbox::with(Options {
+        user: Some("nobody"),
+        ..Options::default()
+    })
+    .await;
+    // A directory only root may write to: file actions are the user's, not sandboxd's root.
+    let locked = sb.ws.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    let obs = sb
+        .act(json!({"action": "write", "args": {"path": locked.join("x").to_str().unwrap(), "content": "x"}}))
+        .await;
+    assert_eq!(obs["observation"], json!("error"), "{obs}");
+    assert!(!locked.join("x").exists());
+    // The user can neither signal sandboxd nor read its environment (the session key).
+    let pid = sb.pid();
+    let obs = sb
+        .run(&format!(
+            "kill -9 {pid}; cat /proc/{pid}/environ > /dev/null; echo tried"
+        ))
+        .await;
+    assert!(content(&obs).contains("Operation not permitted"), "{obs}");
+    assert!(content(&obs).contains("Permission denied"), "{obs}");
+    assert_eq!(content(&sb.run("echo alive").await), "alive");
+}

@@ -8,6 +8,7 @@ use std::time::Duration;
 use bollard::models::{ContainerCreateBody, HostConfig, PortBinding};
 
 use super::labels;
+pub use super::network::Egress;
 use super::user::SandboxUser;
 
 /// Where sandboxd lives in every sandbox image (see [`super::image`]).
@@ -36,7 +37,9 @@ pub const DEFAULT_BASE_IMAGE: &str = "sandboxd-base:bookworm";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Network {
-    /// Docker's default bridge: outbound access; sandboxd published on 127.0.0.1 only.
+    /// A bridge network of the sandbox's own, kept by the host's firewall from the host's
+    /// services, other sandboxes and the cloud metadata address; outbound access as
+    /// [`SandboxConfig::egress`] says; sandboxd published on 127.0.0.1 only.
     #[default]
     Bridge,
     /// No network at all (Docker's `none`: loopback only). agentd reaches sandboxd through a
@@ -115,10 +118,12 @@ pub struct SandboxConfig {
     /// `APP_PORT_1`... for the agent's servers. Needs [`Network::Bridge`]; at most
     /// [`MAX_APP_PORTS`].
     pub app_ports: u16,
-    /// Hosts the sandbox may reach when `network` is [`Network::Bridge`]. An extension point:
-    /// enforcing it needs a filtering proxy or firewall rules on the host, which this runtime
-    /// does not ship yet, so a non-empty list is refused rather than silently ignored.
-    pub egress_allow: Vec<String>,
+    /// Where the sandbox's connections may go beyond the host, with [`Network::Bridge`]
+    /// (enforced by the host's firewall; see [`super::network`]).
+    pub egress: Egress,
+    /// TCP ports of the host the sandbox may connect to, with [`Network::Bridge`]; every other
+    /// host port refuses it.
+    pub host_ports: Vec<u16>,
     /// Longest wait for sandboxd to answer after the container starts.
     pub ready_timeout: Duration,
     /// Extra labels (ours are added).
@@ -150,7 +155,8 @@ impl Default for SandboxConfig {
             tmpfs_bytes: 512 << 20,
             sudo: false,
             app_ports: 0,
-            egress_allow: Vec::new(),
+            egress: Egress::All,
+            host_ports: Vec::new(),
             ready_timeout: Duration::from_secs(60),
             labels: BTreeMap::new(),
             name: None,
@@ -175,6 +181,12 @@ const SUDO_CAPS: &[&str] = &[
     "AUDIT_WRITE",
 ];
 
+/// Capabilities of a sandbox with a non-root user: sandboxd (root, separated from the user)
+/// needs them to start the user's shell and kernel as the user (groups, gid, uid) with an
+/// empty bounding set (SETPCAP); the user's processes get none (a uid change from root clears
+/// them, and no-new-privileges keeps them from coming back).
+const SEPARATION_CAPS: &[&str] = &["SETGID", "SETUID", "SETPCAP"];
+
 /// Capabilities of a root sandbox: those that make root the owner of every file (Docker's
 /// defaults keep them too), and nothing that reaches beyond the container's files.
 const ROOT_CAPS: &[&str] = &["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
@@ -193,12 +205,13 @@ impl SandboxConfig {
 
     /// The container body for `create_container`. `key` is the session API key, `labels` ours
     /// (managed, owner...), `socket_dir` the host directory for sandboxd's socket with
-    /// [`Network::None`].
+    /// [`Network::None`], `network` the sandbox's own network with [`Network::Bridge`].
     pub(super) fn container_body(
         &self,
         key: &str,
         labels: HashMap<String, String>,
         socket_dir: Option<&Path>,
+        network: Option<&str>,
     ) -> ContainerCreateBody {
         let port = format!("{SANDBOXD_PORT}/tcp");
         let user = self.user_or_default();
@@ -216,6 +229,9 @@ impl SandboxConfig {
             user.uid.to_string(),
             "--output-dir".to_string(),
             "/tmp/sandboxd-outputs".to_string(),
+            // The container's user runs nothing but the agent's code.
+            "--agent-processes".to_string(),
+            "user".to_string(),
         ];
         if self.await_configuration {
             cmd.push("--await-configuration".to_string());
@@ -290,9 +306,12 @@ impl SandboxConfig {
         let host_config = HostConfig {
             binds: Some(binds),
             port_bindings,
-            network_mode: socket_dir.map(|_| "none".to_string()),
-            // sandboxd runs as the sandbox user and needs no capability; see SUDO_CAPS and
-            // ROOT_CAPS.
+            network_mode: match socket_dir {
+                Some(_) => Some("none".to_string()),
+                None => network.map(str::to_string),
+            },
+            // sandboxd starts as root and keeps only what it needs to start the user's
+            // processes as the user; see SEPARATION_CAPS, SUDO_CAPS and ROOT_CAPS.
             cap_drop: Some(vec!["ALL".to_string()]),
             cap_add: self.added_capabilities(user),
             security_opt: Some(security_opt),
@@ -310,7 +329,10 @@ impl SandboxConfig {
             image: Some(self.image.clone()),
             cmd: Some(cmd),
             entrypoint: Some(Vec::new()),
-            user: Some(user.to_string()),
+            // Root, so that sandboxd can stay out of the user's reach: it acts with the user's
+            // rights but keeps root as its real uid, and the user's code runs as the user
+            // (sandboxd's `separate`). A root sandbox is root throughout.
+            user: Some(SandboxUser::ROOT.to_string()),
             working_dir: Some(WORKSPACE.to_string()),
             env: Some(env),
             exposed_ports: (!published.is_empty()).then_some(published),
@@ -321,19 +343,20 @@ impl SandboxConfig {
         }
     }
 
-    /// The capabilities given back after dropping all: for sudo, and for a root sandbox.
+    /// The capabilities given back after dropping all: for sudo, and for the sandbox's user
+    /// (separation for a user, file capabilities for root).
     fn added_capabilities(&self, user: SandboxUser) -> Option<Vec<String>> {
+        let for_user = if user.is_root() {
+            ROOT_CAPS
+        } else {
+            SEPARATION_CAPS
+        };
         let mut caps: Vec<&str> = Vec::new();
-        if self.sudo {
-            caps.extend(SUDO_CAPS);
-        }
-        if user.is_root() {
-            caps.extend(
-                ROOT_CAPS
-                    .iter()
-                    .filter(|c| !caps.contains(c))
-                    .collect::<Vec<_>>(),
-            );
+        let sudo: &[&str] = if self.sudo { SUDO_CAPS } else { &[] };
+        for cap in sudo.iter().chain(for_user) {
+            if !caps.contains(cap) {
+                caps.push(cap);
+            }
         }
         (!caps.is_empty()).then(|| caps.iter().map(|c| c.to_string()).collect())
     }

@@ -4,11 +4,15 @@ use super::*;
 
 #[test]
 fn defaults_are_hardened() {
-    let body = SandboxConfig::default().container_body("k", HashMap::new(), None);
+    let body = SandboxConfig::default().container_body("k", HashMap::new(), None, None);
     let host = body.host_config.unwrap();
-    assert_eq!(body.user.as_deref(), Some("1000:1000"));
+    // sandboxd starts as root to separate itself from the user (uid 1000 by default).
+    assert_eq!(body.user.as_deref(), Some("0:0"));
     assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
-    assert_eq!(host.cap_add, None);
+    assert_eq!(
+        host.cap_add,
+        Some(vec!["SETGID".into(), "SETUID".into(), "SETPCAP".into()])
+    );
     assert_eq!(
         host.security_opt,
         Some(vec!["no-new-privileges:true".to_string()])
@@ -30,7 +34,7 @@ fn sudo_trades_no_new_privileges_for_named_capabilities() {
         ..SandboxConfig::default()
     };
     let host = config
-        .container_body("k", HashMap::new(), None)
+        .container_body("k", HashMap::new(), None, None)
         .host_config
         .unwrap();
     assert_eq!(host.security_opt, Some(vec![]));
@@ -43,6 +47,7 @@ fn no_network_publishes_nothing_and_serves_a_socket() {
         "k",
         HashMap::new(),
         Some(Path::new("/run/user/0/agentd/x")),
+        None,
     );
     let host = body.host_config.unwrap();
     assert_eq!(host.port_bindings, None);
@@ -64,7 +69,7 @@ fn a_pre_started_sandboxd_gets_a_configuration_key_and_no_session_key() {
         await_configuration: true,
         ..SandboxConfig::default()
     };
-    let body = config.container_body("k", HashMap::new(), None);
+    let body = config.container_body("k", HashMap::new(), None, None);
     let env = body.env.unwrap();
     assert!(env.contains(&"SANDBOXD_CONFIGURE_KEY=k".to_string()));
     assert!(!env.iter().any(|e| e.starts_with("SESSION_API_KEY=")));
@@ -76,7 +81,7 @@ fn a_pre_started_sandboxd_gets_a_configuration_key_and_no_session_key() {
 }
 
 #[test]
-fn the_sandbox_user_is_the_containers_user_and_sandboxds() {
+fn the_sandbox_user_is_sandboxds_and_the_container_starts_as_root() {
     let config = SandboxConfig {
         user: Some(SandboxUser {
             uid: 4321,
@@ -85,13 +90,16 @@ fn the_sandbox_user_is_the_containers_user_and_sandboxds() {
         read_only_root: true,
         ..SandboxConfig::default()
     };
-    let body = config.container_body("k", HashMap::new(), None);
-    assert_eq!(body.user.as_deref(), Some("4321:100"));
+    let body = config.container_body("k", HashMap::new(), None, None);
+    assert_eq!(body.user.as_deref(), Some("0:0"));
     let cmd = body.cmd.unwrap();
     assert!(cmd.windows(2).any(|w| w == ["--user-id", "4321"]));
     assert!(cmd.windows(2).any(|w| w == ["--username", "openhands"]));
     let host = body.host_config.unwrap();
-    assert_eq!(host.cap_add, None);
+    assert_eq!(
+        host.cap_add,
+        Some(vec!["SETGID".into(), "SETUID".into(), "SETPCAP".into()])
+    );
     assert!(host.tmpfs.unwrap()["/home/openhands"].ends_with(",uid=4321,gid=100"));
 }
 
@@ -101,7 +109,7 @@ fn root_keeps_no_new_privileges_and_gets_only_file_capabilities() {
         user: Some(SandboxUser::ROOT),
         ..SandboxConfig::default()
     };
-    let body = config.container_body("k", HashMap::new(), None);
+    let body = config.container_body("k", HashMap::new(), None, None);
     assert_eq!(body.user.as_deref(), Some("0:0"));
     let env = body.env.unwrap();
     assert!(env.contains(&"HOME=/root".to_string()));
@@ -132,7 +140,7 @@ fn app_ports_are_published_and_named_in_the_environment() {
         publish_address: "0.0.0.0".to_string(),
         ..SandboxConfig::default()
     };
-    let body = config.container_body("k", HashMap::new(), None);
+    let body = config.container_body("k", HashMap::new(), None, None);
     let mut exposed = body.exposed_ports.unwrap();
     exposed.sort();
     assert_eq!(exposed, ["12000/tcp", "12001/tcp", "8000/tcp"]);
