@@ -154,6 +154,11 @@ pub struct DockerSection {
     pub pids: Option<i64>,
     /// `bridge` or `none`.
     pub network: Option<Network>,
+    /// Where a sandbox with network may connect beyond the host: `all`, `none`, or a list of
+    /// IPv4 addresses and CIDR blocks with optional ports (`["10.0.0.0/8", "192.0.2.7:443"]`).
+    pub egress: Option<EgressSetting>,
+    /// TCP ports of the host a sandbox with network may connect to (default: none).
+    pub host_ports: Option<Vec<u16>>,
     /// Read-only root file system.
     pub read_only: Option<bool>,
     /// The sandbox user, `UID` or `UID:GID` (default: the workspace's owner).
@@ -162,6 +167,30 @@ pub struct DockerSection {
     pub allow_root: Option<bool>,
     /// Let the sandbox user use sudo (default false).
     pub sudo: Option<bool>,
+}
+
+/// `[docker] egress`: a word (`all`, `none`) or a list of rules.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum EgressSetting {
+    /// `"all"`, `"none"`, or rules separated by commas.
+    Text(String),
+    /// Rules, one per item.
+    List(Vec<String>),
+}
+
+impl EgressSetting {
+    /// The policy it says; `Err` names the bad rule.
+    pub fn policy(&self) -> Result<crate::docker::Egress, String> {
+        match self {
+            EgressSetting::Text(text) => text.parse(),
+            EgressSetting::List(rules) => rules
+                .iter()
+                .map(|r| r.parse())
+                .collect::<Result<Vec<_>, _>>()
+                .map(crate::docker::Egress::Allow),
+        }
+    }
 }
 
 /// `[remote]`.

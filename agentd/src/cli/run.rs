@@ -201,6 +201,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         docker.limits.pids = Some(pids);
     }
     set(&mut docker.network, file.docker.network);
+    if let Some(egress) = &file.docker.egress {
+        docker.egress = egress
+            .policy()
+            .map_err(|e| anyhow::anyhow!("[docker] egress: {e}"))?;
+    }
+    set(&mut docker.host_ports, file.docker.host_ports.clone());
     set(&mut docker.read_only_root, file.docker.read_only);
     docker.user = match (args.sandbox_uid, &file.docker.uid) {
         (Some(user), _) => Some(user),

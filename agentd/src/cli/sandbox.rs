@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use agentd::docker::Owner;
+use std::str::FromStr;
+
 use agentd::docker::{
-    DockerHost, GcPolicy, Limits, Network, SandboxConfig, SandboxContainer, SandboxUser,
+    DockerHost, Egress, GcPolicy, Limits, Network, SandboxConfig, SandboxContainer, SandboxUser,
 };
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -75,9 +77,18 @@ pub struct UpArgs {
     /// Allow a sandbox that runs as root (a workspace owned by root, or --sandbox-uid 0).
     #[arg(long, env = "AGENTD_ALLOW_ROOT")]
     allow_root: bool,
-    /// Network access: `bridge` (outbound allowed) or `none`.
+    /// Network access: `bridge` (a network of the sandbox's own, kept from the host, other
+    /// sandboxes and the cloud metadata address by the host's firewall; needs root) or `none`.
     #[arg(long, default_value = "bridge", value_parser = parse_network)]
     network: Network,
+    /// Where a `bridge` sandbox may connect beyond the host: `all`, `none`, or IPv4
+    /// addresses and CIDR blocks with optional TCP ports, comma-separated
+    /// (`10.0.0.0/8,192.0.2.7:443`).
+    #[arg(long, env = "AGENTD_EGRESS", default_value = "all", value_parser = Egress::from_str)]
+    egress: Egress,
+    /// A TCP port of the host a `bridge` sandbox may connect to (repeatable; default none).
+    #[arg(long = "allow-host-port", value_name = "PORT")]
+    host_ports: Vec<u16>,
     /// Mount the image read-only (with tmpfs at /tmp and the home directory).
     #[arg(long)]
     read_only: bool,
@@ -155,6 +166,8 @@ async fn up(docker: &DockerHost, args: UpArgs) -> anyhow::Result<u8> {
             pids: positive(args.pids),
         },
         network: args.network,
+        egress: args.egress,
+        host_ports: args.host_ports,
         read_only_root: args.read_only,
         sudo: args.sudo,
         ready_timeout: Duration::from_secs(args.ready_timeout),

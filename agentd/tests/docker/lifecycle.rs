@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use agentd::docker::Owner;
-use agentd::docker::{DockerError, DockerHost, GcPolicy};
+use agentd::docker::{DockerError, DockerHost, Egress, GcPolicy, Network};
 use serde_json::Value;
 
 use crate::common::{Cleanup, Running, agentd, config, container_exists, sandbox_image};
@@ -79,9 +79,13 @@ async fn a_sandbox_that_never_listens_is_reported_with_its_output_and_removed() 
 }
 
 #[tokio::test]
-async fn an_egress_allow_list_is_refused_not_ignored() {
+async fn an_egress_policy_without_network_is_refused_not_ignored() {
     let docker = DockerHost::connect().unwrap();
-    let config = config(|c| c.egress_allow = vec!["pypi.org".to_string()]).await;
+    let config = config(|c| {
+        c.network = Network::None;
+        c.egress = Egress::Deny;
+    })
+    .await;
     let err = docker.up(&config, None).await.unwrap_err();
     assert!(matches!(err, DockerError::Unsupported(_)), "{err}");
 }

@@ -14,6 +14,9 @@ pub(crate) const MANAGED: &str = "dev.sandboxd.managed";
 pub(crate) const OWNER: &str = "dev.sandboxd.owner";
 /// The host directory holding sandboxd's socket, for a sandbox without network access.
 pub(crate) const SOCKET_DIR: &str = "dev.sandboxd.socket-dir";
+/// On a sandbox with network: the bridge interface of its own network (also the network's
+/// name), whose firewall rules go with it.
+pub(crate) const BRIDGE: &str = "dev.sandboxd.bridge";
 /// Labels of `agentd serve`'s sandboxes start with this; unlike other labels under [`PREFIX`],
 /// callers may set them through `SandboxConfig::labels`.
 pub(crate) const SERVE_PREFIX: &str = "dev.sandboxd.serve.";

@@ -10,6 +10,7 @@
 pub(crate) mod config;
 pub(crate) mod image;
 pub(crate) mod labels;
+pub(crate) mod network;
 pub(crate) mod user;
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,11 +19,13 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::models::{
-    ContainerInspectResponse, ContainerStateStatusEnum, ContainerSummaryStateEnum,
+    ContainerInspectResponse, ContainerStateStatusEnum, ContainerSummaryStateEnum, Ipam,
+    IpamConfig, NetworkCreateRequest,
 };
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
-    LogsOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions, WaitContainerOptions,
+    CreateContainerOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
+    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, StartContainerOptions, WaitContainerOptions,
 };
 use client::SandboxClient;
 use futures_util::StreamExt;
@@ -31,6 +34,7 @@ use sandbox_common::random_hex;
 pub use config::{Limits, Network, SandboxConfig};
 use config::{MAX_APP_PORTS, SANDBOXD_PORT};
 use labels::Owner;
+pub use network::{Egress, EgressRule, FirewallError};
 pub use user::{SandboxUser, UserError};
 
 /// Errors of the Docker runtime.
@@ -73,6 +77,9 @@ pub enum DockerError {
     /// The sandbox user cannot be chosen (root not allowed, workspace not writable).
     #[error(transparent)]
     User(#[from] UserError),
+    /// The sandbox's network could not be isolated (the host's firewall could not be changed).
+    #[error(transparent)]
+    Firewall(#[from] FirewallError),
     /// The configuration asks for something this runtime cannot do.
     #[error("unsupported sandbox configuration: {0}")]
     Unsupported(String),
@@ -228,9 +235,11 @@ impl DockerHost {
         config: &SandboxConfig,
         owner: Option<&Owner>,
     ) -> Result<SandboxContainer, DockerError> {
-        if !config.egress_allow.is_empty() {
+        if config.network == Network::None
+            && (config.egress != Egress::All || !config.host_ports.is_empty())
+        {
             return Err(DockerError::Unsupported(
-                "an egress allow-list needs a filtering proxy, which this runtime does not provide yet; use network none or bridge".to_string(),
+                "an egress policy or host ports apply to a sandbox with network; one without network reaches nothing".to_string(),
             ));
         }
         if config.app_ports > 0 && config.network == Network::None {
@@ -266,14 +275,22 @@ impl DockerHost {
         if let Some(owner) = owner {
             ours.insert(labels::OWNER.to_string(), owner.label());
         }
-        let socket_dir = match config.network {
-            Network::Bridge => None,
+        let (socket_dir, bridge) = match config.network {
+            Network::Bridge => {
+                // An interface name has at most 15 bytes.
+                let bridge = format!("{}{}", network::BRIDGE_PREFIX, &suffix[..10]);
+                ours.insert(labels::BRIDGE.to_string(), bridge.clone());
+                (None, Some(bridge))
+            }
             Network::None => {
                 let dir = self.socket_dir(&name)?;
                 ours.insert(labels::SOCKET_DIR.to_string(), dir.display().to_string());
-                Some(dir)
+                (Some(dir), None)
             }
         };
+        if let Some(bridge) = &bridge {
+            self.create_network(bridge, &ours, config).await?;
+        }
         let key = random_hex(32).map_err(|e| DockerError::Entropy(e.to_string()))?;
         ours.extend(
             config
@@ -282,13 +299,21 @@ impl DockerHost {
                 .filter(|(k, _)| k.starts_with(labels::SERVE_PREFIX))
                 .map(|(k, v)| (k.clone(), v.clone())),
         );
-        let body = config.container_body(&key, config.all_labels(ours), socket_dir.as_deref());
+        let body = config.container_body(
+            &key,
+            config.all_labels(ours),
+            socket_dir.as_deref(),
+            bridge.as_deref(),
+        );
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
         let id = match self.docker.create_container(Some(options), body).await {
             Ok(created) => created.id,
             Err(e) => {
                 if let Some(dir) = &socket_dir {
                     let _ = std::fs::remove_dir_all(dir);
+                }
+                if let Some(bridge) = &bridge {
+                    self.remove_network(bridge).await;
                 }
                 return Err(e.into());
             }
@@ -514,7 +539,36 @@ impl DockerHost {
                 }
             }
         }
+        self.sweep_networks().await?;
         Ok(removed)
+    }
+
+    /// Removes our networks that no container uses any more, and the firewall rules of
+    /// bridges that no longer exist (sandboxes that went away without agentd).
+    async fn sweep_networks(&self) -> Result<(), DockerError> {
+        let options = ListNetworksOptionsBuilder::default()
+            .filters(&labels::managed_filter())
+            .build();
+        let mut live = Vec::new();
+        for net in self.docker.list_networks(Some(options)).await? {
+            let Some(name) = net.name else { continue };
+            let inspected = self
+                .docker
+                .inspect_network(&name, None::<InspectNetworkOptions>)
+                .await;
+            let in_use = match inspected {
+                Ok(net) => net.containers.is_some_and(|c| !c.is_empty()),
+                Err(e) if is_not_found(&e) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if in_use {
+                live.push(name);
+            } else {
+                self.remove_network(&name).await;
+            }
+        }
+        let _ = tokio::task::spawn_blocking(move || network::sweep(&live)).await;
+        Ok(())
     }
 
     async fn remove_inspected(
@@ -531,6 +585,9 @@ impl DockerHost {
             Err(e) if is_not_found(&e) => {}
             Err(e) => return Err(e.into()),
         }
+        if let Some(bridge) = label(inspect, labels::BRIDGE) {
+            self.remove_network(bridge).await;
+        }
         if let Some(dir) = label(inspect, labels::SOCKET_DIR) {
             match std::fs::remove_dir_all(dir) {
                 Ok(()) => {}
@@ -544,6 +601,95 @@ impl DockerHost {
             }
         }
         Ok(())
+    }
+
+    /// Creates the sandbox's own network, named `bridge` as its bridge interface is, labelled
+    /// as the sandbox (`labels`), and installs its firewall rules. On failure nothing is left.
+    async fn create_network(
+        &self,
+        bridge: &str,
+        labels: &HashMap<String, String>,
+        config: &SandboxConfig,
+    ) -> Result<(), DockerError> {
+        // Another agentd may take the same free subnet meanwhile: then the next one.
+        let mut attempt = 0;
+        loop {
+            let taken = self.taken_subnets().await?;
+            let subnet = network::free_subnet(&taken, attempt).ok_or_else(|| {
+                DockerError::Unsupported(format!(
+                    "no free subnet left for a sandbox network in {}/{}",
+                    network::SUBNET_POOL.0,
+                    network::SUBNET_POOL.1
+                ))
+            })?;
+            let request = NetworkCreateRequest {
+                name: bridge.to_string(),
+                driver: Some("bridge".to_string()),
+                labels: Some(labels.clone()),
+                options: Some(HashMap::from([(
+                    "com.docker.network.bridge.name".to_string(),
+                    bridge.to_string(),
+                )])),
+                ipam: Some(Ipam {
+                    config: Some(vec![IpamConfig {
+                        subnet: Some(subnet),
+                        ..IpamConfig::default()
+                    }]),
+                    ..Ipam::default()
+                }),
+                ..NetworkCreateRequest::default()
+            };
+            match self.docker.create_network(request).await {
+                Ok(_) => break,
+                Err(e) if attempt < 5 && e.to_string().contains("overlap") => attempt += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let isolation = network::Isolation {
+            egress: config.egress.clone(),
+            host_ports: config.host_ports.clone(),
+        };
+        let bridge_name = bridge.to_string();
+        let installed =
+            tokio::task::spawn_blocking(move || network::install(&bridge_name, &isolation)).await;
+        match installed {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                self.remove_network(bridge).await;
+                Err(e.into())
+            }
+            Err(e) => {
+                self.remove_network(bridge).await;
+                Err(DockerError::Unsupported(format!(
+                    "installing the firewall rules failed: {e}"
+                )))
+            }
+        }
+    }
+
+    /// The IPv4 subnets of every network the engine has.
+    async fn taken_subnets(&self) -> Result<Vec<String>, DockerError> {
+        let networks = self
+            .docker
+            .list_networks(None::<bollard::query_parameters::ListNetworksOptions>)
+            .await?;
+        Ok(networks
+            .into_iter()
+            .filter_map(|n| n.ipam?.config)
+            .flatten()
+            .filter_map(|c| c.subnet)
+            .collect())
+    }
+
+    /// Removes a sandbox's network and its firewall rules (best effort, logged).
+    async fn remove_network(&self, bridge: &str) {
+        match self.docker.remove_network(bridge).await {
+            Ok(()) => {}
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => tracing::warn!(%bridge, error = %e, "cannot remove a sandbox network"),
+        }
+        let bridge = bridge.to_string();
+        let _ = tokio::task::spawn_blocking(move || network::remove(&bridge)).await;
     }
 
     /// Best-effort removal on a failure path (the error being reported matters more).

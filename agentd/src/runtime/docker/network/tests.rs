@@ -1,0 +1,145 @@
+//! Unit tests of `runtime/docker/network.rs`: policies parse, and become the rules they say.
+
+use super::*;
+
+#[test]
+fn egress_policies_parse_and_print_back() {
+    for (text, printed) in [
+        ("all", "all"),
+        ("none", "none"),
+        ("deny", "none"),
+        ("192.0.2.7", "192.0.2.7/32"),
+        ("10.0.0.0/8, 192.0.2.7:443", "10.0.0.0/8,192.0.2.7/32:443"),
+        ("10.1.0.0/16:5432", "10.1.0.0/16:5432"),
+    ] {
+        let egress: Egress = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(egress.to_string(), printed, "{text}");
+        assert_eq!(printed.parse::<Egress>().unwrap(), egress, "{text}");
+    }
+}
+
+#[test]
+fn bad_egress_rules_are_refused_with_the_reason() {
+    for (text, reason) in [
+        ("pypi.org", "domain names need a filtering proxy"),
+        ("10.0.0.1/8", "host bits set; write 10.0.0.0/8"),
+        ("10.0.0.0/33", "bad prefix length"),
+        ("10.0.0.1:0", "bad port"),
+        ("10.0.0.1:http", "bad port"),
+    ] {
+        let error = text.parse::<Egress>().unwrap_err();
+        assert!(error.contains(reason), "{text}: {error}");
+    }
+}
+
+fn rendered(isolation: &Isolation) -> Vec<String> {
+    rules("sbx-abc123", isolation)
+        .into_iter()
+        .map(|r| r.join(" "))
+        .collect()
+}
+
+#[test]
+fn the_host_and_the_metadata_range_and_other_bridges_are_refused_always() {
+    let rules = rendered(&Isolation::default());
+    let tag = "-m comment --comment sandboxd:sbx-abc123";
+    for expected in [
+        format!(
+            "-A SANDBOXD-INPUT -i sbx-abc123 -m conntrack --ctstate ESTABLISHED,RELATED {tag} -j RETURN"
+        ),
+        format!("-A SANDBOXD-INPUT -i sbx-abc123 -p tcp {tag} -j REJECT --reject-with tcp-reset"),
+        format!(
+            "-A SANDBOXD-INPUT -i sbx-abc123 {tag} -j REJECT --reject-with icmp-port-unreachable"
+        ),
+        format!(
+            "-A SANDBOXD-FORWARD -i sbx-abc123 -d 169.254.0.0/16 -p tcp {tag} -j REJECT --reject-with tcp-reset"
+        ),
+        format!(
+            "-A SANDBOXD-FORWARD -i sbx-abc123 -o sbx-+ {tag} -j REJECT --reject-with icmp-port-unreachable"
+        ),
+        format!(
+            "-A SANDBOXD-FORWARD -i sbx-abc123 -o docker0 {tag} -j REJECT --reject-with icmp-port-unreachable"
+        ),
+    ] {
+        assert!(
+            rules.contains(&expected),
+            "missing {expected}\nin {rules:#?}"
+        );
+    }
+    // Allow-all adds no final refusal.
+    assert!(
+        !rules
+            .last()
+            .unwrap()
+            .contains("FORWARD -i sbx-abc123 -m comment")
+    );
+}
+
+#[test]
+fn allowed_host_ports_come_before_the_refusal_of_the_host() {
+    let rules = rendered(&Isolation {
+        host_ports: vec![3128],
+        ..Isolation::default()
+    });
+    let allow = rules
+        .iter()
+        .position(|r| r.contains("SANDBOXD-INPUT -i sbx-abc123 -p tcp --dport 3128"))
+        .unwrap();
+    let refuse = rules
+        .iter()
+        .position(|r| r.contains("SANDBOXD-INPUT -i sbx-abc123 -p tcp -m comment"))
+        .unwrap();
+    assert!(allow < refuse, "{rules:#?}");
+}
+
+#[test]
+fn an_allow_list_returns_its_destinations_and_refuses_the_rest() {
+    let rules = rendered(&Isolation {
+        egress: "10.0.0.0/8,192.0.2.7:443".parse().unwrap(),
+        host_ports: Vec::new(),
+    });
+    let tail: Vec<&str> = rules
+        .iter()
+        .rev()
+        .take(4)
+        .rev()
+        .map(String::as_str)
+        .collect();
+    let tag = "-m comment --comment sandboxd:sbx-abc123";
+    assert_eq!(
+        tail,
+        [
+            format!("-A SANDBOXD-FORWARD -i sbx-abc123 -d 10.0.0.0/8 {tag} -j RETURN"),
+            format!(
+                "-A SANDBOXD-FORWARD -i sbx-abc123 -d 192.0.2.7/32 -p tcp --dport 443 {tag} -j RETURN"
+            ),
+            format!(
+                "-A SANDBOXD-FORWARD -i sbx-abc123 -p tcp {tag} -j REJECT --reject-with tcp-reset"
+            ),
+            format!(
+                "-A SANDBOXD-FORWARD -i sbx-abc123 {tag} -j REJECT --reject-with icmp-port-unreachable"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn listed_rules_name_their_bridge() {
+    assert_eq!(
+        rule_bridge(
+            "-A SANDBOXD-INPUT -i sbx-abc123 -m comment --comment sandboxd:sbx-abc123 -j RETURN"
+        ),
+        Some("sbx-abc123")
+    );
+    assert_eq!(rule_bridge("-A SANDBOXD-INPUT -i eth0 -j RETURN"), None);
+}
+
+#[test]
+fn subnets_are_cut_from_the_pool_around_those_taken() {
+    assert_eq!(free_subnet(&[], 0).as_deref(), Some("10.213.0.0/28"));
+    assert_eq!(free_subnet(&[], 1).as_deref(), Some("10.213.0.16/28"));
+    let taken = ["172.17.0.0/16".to_string(), "10.213.0.0/27".to_string()];
+    assert_eq!(free_subnet(&taken, 0).as_deref(), Some("10.213.0.32/28"));
+    // A block over the whole pool leaves nothing.
+    assert_eq!(free_subnet(&["10.0.0.0/8".to_string()], 0), None);
+}
