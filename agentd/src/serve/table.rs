@@ -70,8 +70,8 @@ impl Entry {
 #[derive(Debug, Default)]
 struct Sandboxes {
     by_runtime: HashMap<String, Entry>,
-    /// Sessions whose `/start` is under way.
-    starting: HashSet<String>,
+    /// Sessions whose `/start` is under way, by owner and session id.
+    starting: HashSet<(String, String)>,
 }
 
 /// The claimed sandboxes of one service.
@@ -121,8 +121,9 @@ impl Table {
     }
 
     /// Begins `owner`'s `/start` of session `session_id`: the running session's answer if it
-    /// has a sandbox, else the session is held as being started. Conflicts: the session belongs
-    /// to another owner, is paused, or is being started.
+    /// has a sandbox, else the session is held as being started. Session ids are each owner's
+    /// own: another owner's session of the same id is not seen (and its existence not told).
+    /// Conflicts: the session is paused, or is being started.
     pub(super) fn begin_start(
         &self,
         owner: &Caller,
@@ -132,13 +133,8 @@ impl Table {
         let existing = sandboxes
             .by_runtime
             .values()
-            .find(|e| e.claim.session_id == session_id);
+            .find(|e| e.claim.session_id == session_id && e.is_owned_by(owner));
         if let Some(entry) = existing {
-            if !entry.is_owned_by(owner) {
-                return Err(ServeError::Conflict(format!(
-                    "session {session_id} belongs to another API key"
-                )));
-            }
             if entry.paused {
                 return Err(ServeError::Conflict(format!(
                     "session {session_id} is paused: resume runtime {}",
@@ -148,15 +144,13 @@ impl Table {
             // Starting a running session again is answered with that session.
             return Ok(Begin::Running(entry.start_response()));
         }
-        if !sandboxes.starting.insert(session_id.to_string()) {
+        let key = (owner.as_str().to_string(), session_id.to_string());
+        if !sandboxes.starting.insert(key.clone()) {
             return Err(ServeError::Conflict(format!(
                 "session {session_id} is being started"
             )));
         }
-        Ok(Begin::New(Starting {
-            table: self,
-            session_id: session_id.to_string(),
-        }))
+        Ok(Begin::New(Starting { table: self, key }))
     }
 
     /// Records whether a sandbox is paused.
@@ -200,14 +194,13 @@ impl Table {
 #[derive(Debug)]
 pub(super) struct Starting<'a> {
     table: &'a Table,
-    session_id: String,
+    /// Owner and session id.
+    key: (String, String),
 }
 
 impl Drop for Starting<'_> {
     fn drop(&mut self) {
-        lock(&self.table.sandboxes)
-            .starting
-            .remove(&self.session_id);
+        lock(&self.table.sandboxes).starting.remove(&self.key);
     }
 }
 

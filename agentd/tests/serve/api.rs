@@ -74,8 +74,13 @@ async fn a_session_and_its_key_belong_to_the_api_key_that_started_it() {
     assert_eq!(b.stop(id).await.map_err(status).unwrap_err(), Some(404));
     assert_eq!(b.pause(id).await.map_err(status).unwrap_err(), Some(404));
     assert!(b.list().await.unwrap().runtimes.is_empty());
-    let taken = b.start(&start_request("owned")).await;
-    assert_eq!(taken.map_err(status).unwrap_err(), Some(409));
+    // Regression (issue 14.10d): B's start of the same session id answered 409, telling B
+    // that another key has such a session. Session ids are each key's own: B gets its own.
+    let own = b.start(&start_request("owned")).await.unwrap();
+    assert_ne!(own.runtime_id, started.runtime_id);
+    assert_ne!(own.session_api_key, started.session_api_key);
+    b.stop(&own.runtime_id).await.unwrap();
+    assert!(b.list().await.unwrap().runtimes.is_empty());
 
     // The data plane wants the session key, not the service's.
     let wrong = SandboxClient::new(&started.url, Some(KEY_A.to_string())).unwrap();
