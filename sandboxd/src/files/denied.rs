@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use nix::errno::Errno;
-use nix::unistd::{AccessFlags, Gid, Uid, access};
+use nix::unistd::{AccessFlags, Gid, Uid, eaccess};
 
 /// The errnos of the messages [`super::pycompat::os_error_message`] writes for a write that was
 /// not allowed: EPERM, EACCES, EROFS.
@@ -38,7 +38,9 @@ fn hint(path: &Path) -> Option<String> {
     let what = if meta.is_dir() { "directory" } else { "file" };
     let uid = Uid::effective();
     let gid = Gid::effective();
-    match access(target, wanted) {
+    // With the effective ids, which file actions use: a sandboxd separated from its user
+    // keeps root as its real uid (see `crate::user::separate`), which `access` would check.
+    match eaccess(target, wanted) {
         Ok(()) => None,
         Err(Errno::EROFS) => Some(format!(
             "\n\nThe {what} {} is on a read-only file system: nothing can be written there. Write under the workspace or /tmp instead.",

@@ -130,6 +130,14 @@ async fn as_root_sandboxd_acts_with_the_users_rights_and_is_out_of_its_reach() {
         .act(json!({"action": "write", "args": {"path": locked.join("x").to_str().unwrap(), "content": "x"}}))
         .await;
     assert_eq!(obs["observation"], json!("error"), "{obs}");
+    // The refusal is explained with the user's ids (not the real uid sandboxd keeps, root).
+    assert!(
+        obs["content"]
+            .as_str()
+            .unwrap()
+            .contains("the sandbox user (uid 65534"),
+        "{obs}"
+    );
     assert!(!locked.join("x").exists());
     // The user can neither signal sandboxd nor read its environment (the session key).
     let pid = sb.pid();
