@@ -253,6 +253,8 @@ pub struct ServeSection {
     pub sudo_keys: Vec<String>,
     /// App ports published per sandbox (default 2).
     pub app_ports: Option<u16>,
+    /// HTTP connections served at once (default 1024).
+    pub max_connections: Option<u32>,
 }
 
 impl FileConfig {

@@ -113,6 +113,29 @@ pub struct Cli {
     #[arg(long, default_value_t = 1024 * 1024 * 1024)]
     pub(crate) max_upload_bytes: usize,
 
+    /// Connections served at once; more wait in the kernel's backlog until one closes.
+    #[arg(long, env = "SANDBOXD_MAX_CONNECTIONS", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub(crate) max_connections: u32,
+
+    /// Of those, connections that have not yet sent a request with the session key (the
+    /// smallest budget: when a new one needs the room, the oldest is closed).
+    #[arg(long, env = "SANDBOXD_MAX_UNAUTHENTICATED_CONNECTIONS", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub(crate) max_unauthenticated_connections: u32,
+
+    /// Seconds a request's head (request line and headers) may take to arrive whole; a
+    /// connection that says nothing is closed after as long.
+    #[arg(long, env = "SANDBOXD_HEADER_TIMEOUT", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub(crate) header_timeout: u64,
+
+    /// Seconds an authenticated connection may stay open with no request in flight (one that
+    /// has not authenticated: 15 s at most).
+    #[arg(long, env = "SANDBOXD_IDLE_TIMEOUT", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub(crate) idle_timeout: u64,
+
     /// Pre-started mode (a runtime API service's warm pool): bind the listener, answer only one
     /// `POST /configure` (authenticated with --configure-key as `X-Session-API-Key`; `/alive`
     /// answers 503 meanwhile), then re-execute sandboxd with the arguments and environment it
@@ -155,6 +178,7 @@ pub(crate) struct Settings<'a> {
     python: Option<&'a PathBuf>,
     max_body_bytes: usize,
     max_upload_bytes: usize,
+    connections: http_guard::Limits,
     exit_with_parent: Option<u32>,
     agent_processes: AgentProcesses,
 }
@@ -175,8 +199,22 @@ impl Cli {
             python: self.python.as_ref(),
             max_body_bytes: self.max_body_bytes,
             max_upload_bytes: self.max_upload_bytes,
+            connections: self.connection_limits(),
             exit_with_parent: self.exit_with_parent,
             agent_processes: self.agent_processes,
+        }
+    }
+
+    /// What one HTTP connection may hold, and for how long (see `http_guard`).
+    pub(crate) fn connection_limits(&self) -> http_guard::Limits {
+        let idle = std::time::Duration::from_secs(self.idle_timeout);
+        http_guard::Limits {
+            max_connections: self.max_connections as usize,
+            max_unauthenticated: self.max_unauthenticated_connections as usize,
+            header_read_timeout: std::time::Duration::from_secs(self.header_timeout),
+            idle_timeout: idle,
+            unauthenticated_idle_timeout: idle.min(std::time::Duration::from_secs(15)),
+            ..http_guard::Limits::default()
         }
     }
 

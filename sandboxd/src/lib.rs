@@ -100,7 +100,8 @@ async fn serve(
     let local = listener.local_addr().map_err(RunError::Serve)?;
     tracing::info!(%local, "sandboxd ready");
     on_listening(local);
-    listener.serve(app, shutdown).await
+    listener.serve(app, cli.connection_limits(), shutdown).await;
+    Ok(())
 }
 
 /// Starts the executor (the main shell) as `cli` says.
@@ -238,8 +239,7 @@ pub async fn await_configuration(
     tracing::info!(%local, "sandboxd awaiting configuration");
     on_waiting(local);
     // Graceful: the `/configure` answer is sent before the listener closes.
-    let (served, request) = tokio::join!(listener.serve(app, stop), take);
-    served?;
+    let ((), request) = tokio::join!(listener.serve(app, cli.connection_limits(), stop), take);
     Ok(request)
 }
 

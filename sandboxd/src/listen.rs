@@ -5,7 +5,6 @@ use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use tokio::net::{TcpListener, UnixListener};
 
@@ -106,18 +105,20 @@ impl Listener {
         Ok(Listener(Bound::Unix { listener, file }))
     }
 
-    /// Serves `app` until `shutdown` resolves; a Unix socket's file is removed afterwards.
+    /// Serves `app` within `limits` until `shutdown` resolves, then lets in-flight requests
+    /// finish for a short grace period (commands may run for minutes: they are not waited
+    /// for). A Unix socket's file is removed afterwards.
     pub(crate) async fn serve(
         self,
         app: axum::Router,
+        limits: http_guard::Limits,
         shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<(), RunError> {
+    ) {
         match self.0 {
-            Bound::Tcp(listener) => serve_until(listener, app, shutdown).await,
+            Bound::Tcp(listener) => http_guard::serve(listener, app, limits, shutdown).await,
             Bound::Unix { listener, file } => {
-                let result = serve_until(listener, app, shutdown).await;
+                http_guard::serve(listener, app, limits, shutdown).await;
                 drop(file);
-                result
             }
         }
     }
@@ -192,36 +193,4 @@ impl Drop for SocketFile {
             tracing::warn!(path = %self.path.display(), error = %e, "cannot remove the socket file");
         }
     }
-}
-
-/// Serves `app` on `listener` until `shutdown` resolves, then lets in-flight requests finish
-/// for a short grace period.
-async fn serve_until<L>(
-    listener: L,
-    app: axum::Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), RunError>
-where
-    L: axum::serve::Listener,
-    L::Addr: fmt::Debug,
-{
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = stop_rx.await;
-    });
-    let mut server = std::pin::pin!(server.into_future());
-    tokio::select! {
-        result = &mut server => return result.map_err(RunError::Serve),
-        () = shutdown => {}
-    }
-    tracing::info!("shutting down");
-    let _ = stop_tx.send(());
-    // In-flight commands may run for minutes: give them a short grace, then stop.
-    if tokio::time::timeout(Duration::from_secs(3), server)
-        .await
-        .is_err()
-    {
-        tracing::warn!("requests still running after the grace period; stopping anyway");
-    }
-    Ok(())
 }

@@ -111,6 +111,7 @@ async fn awaiting_configuration() -> Response {
 
 async fn configure(
     State(state): State<Arc<(String, Configured)>>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -122,6 +123,7 @@ async fn configure(
     if !constant_time_eq(given, key.as_bytes()) {
         return detail(StatusCode::FORBIDDEN, "Invalid API Key");
     }
+    http_guard::authenticated(&extensions);
     let request: ConfigureRequest = match serde_json::from_slice(&body) {
         Ok(request) => request,
         Err(e) => return detail(StatusCode::UNPROCESSABLE_ENTITY, format!("bad body: {e}")),

@@ -64,6 +64,10 @@ pub struct ServeArgs {
     /// Process limit of a sandbox.
     #[arg(long)]
     pids: Option<i64>,
+    /// HTTP connections served at once (more wait in the backlog); a tenth of them at most,
+    /// and 16 at least, may be without a valid key.
+    #[arg(long, env = "AGENTD_SERVE_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: Option<u32>,
     /// The sandboxd binary put into base images.
     #[arg(long = "sandboxd", env = "AGENTD_SANDBOXD_BIN", value_name = "PATH")]
     sandboxd: Option<PathBuf>,
@@ -131,6 +135,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     set(&mut limits.cpus, cpus.map(|c| (c > 0.0).then_some(c)));
     let pids = args.pids.or(section.pids);
     set(&mut limits.pids, pids.map(|p| (p > 0).then_some(p)));
+    if let Some(max) = args.max_connections.or(section.max_connections) {
+        let max = max as usize;
+        config.connections.max_connections = max;
+        config.connections.max_unauthenticated = (max / 10).max(16).min(max);
+    }
     config.sandboxd_binary = args.sandboxd.or(file.sandboxd);
     set(&mut config.sandbox.network, file.docker.network);
     set(&mut config.sandbox.read_only_root, file.docker.read_only);

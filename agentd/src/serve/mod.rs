@@ -68,6 +68,9 @@ pub struct ServeConfig {
     pub sandbox: SandboxConfig,
     /// Largest request body.
     pub max_body_bytes: usize,
+    /// What one HTTP connection may hold, and for how long (connection cap, header and idle
+    /// deadlines, the smaller budget of connections without a valid key).
+    pub connections: http_guard::Limits,
     /// Largest `POST /build` body (a build context).
     pub max_build_bytes: usize,
     /// Keys (among `api_keys`) whose sandboxes may use sudo when `sandbox.sudo` (the policy
@@ -97,6 +100,11 @@ impl Default for ServeConfig {
                 ..SandboxConfig::default()
             },
             max_body_bytes: 1024 * 1024,
+            connections: http_guard::Limits {
+                // Builds and the graceful stop's removals take as long as they take.
+                shutdown_grace: None,
+                ..http_guard::Limits::default()
+            },
             max_build_bytes: 512 * 1024 * 1024,
             sudo_keys: Vec::new(),
         }
@@ -188,6 +196,7 @@ pub async fn run(
     on_listening: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
     let max_body = config.max_body_bytes;
+    let connections = config.connections;
     let service = Arc::new(SandboxService::open(config).await?);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let filler = tokio::spawn(service.clone().fill_pools(stopped.clone()));
@@ -195,13 +204,10 @@ pub async fn run(
     let app = routes::router(service.clone(), max_body);
     let local = listener.local_addr().map_err(ServeError::Serve)?;
     on_listening(local);
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(ServeError::Serve);
+    http_guard::serve(listener, app, connections, shutdown).await;
     let _ = stop.send(true);
     let _ = filler.await;
     let _ = reaper.await;
     service.drain_pools().await;
-    served
+    Ok(())
 }

@@ -101,6 +101,7 @@ async fn authenticate(
         .unwrap_or_default();
     match service.keys().verify(given) {
         Some(owner) => {
+            http_guard::authenticated(request.extensions());
             request.extensions_mut().insert(owner);
             next.run(request).await
         }
