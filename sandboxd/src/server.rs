@@ -198,6 +198,7 @@ async fn authenticate(
             return detail(StatusCode::FORBIDDEN, "Invalid API Key");
         }
     }
+    http_guard::authenticated(request.extensions());
     next.run(request).await
 }
 
@@ -398,25 +399,45 @@ async fn upload_file(
     if !Path::new(&query.destination).is_absolute() {
         return internal("400: Destination must be an absolute path");
     }
-    let (filename, data) = loop {
+    let mut field = loop {
         match multipart.next_field().await {
-            Ok(Some(field)) if field.name() == Some("file") => {
-                let name = field.file_name().unwrap_or("upload").to_owned();
-                match field.bytes().await {
-                    Ok(bytes) => break (name, bytes),
-                    Err(e) => return detail(e.status(), e.body_text()),
-                }
-            }
+            Ok(Some(field)) if field.name() == Some("file") => break field,
             Ok(Some(_)) => continue,
             Ok(None) => return invalid_request("multipart field `file` is required".to_owned()),
             Err(e) => return detail(e.status(), e.body_text()),
         }
     };
+    let filename = field.file_name().unwrap_or("upload").to_owned();
     let destination = PathBuf::from(&query.destination);
     let owner = state.executor.owner();
+    let spool = {
+        let (destination, name) = (destination.clone(), filename.clone());
+        match blocking(move || transfer::upload_spool(&destination, &name, recursive, owner)).await
+        {
+            Ok(spool) => spool,
+            Err(response) => return response,
+        }
+    };
+    // Streamed to disk as it arrives (the body limit still applies): never whole in memory.
+    let mut spool = tokio::fs::File::from_std(spool);
+    loop {
+        match field.chunk().await {
+            Ok(Some(chunk)) => {
+                if let Err(e) = tokio::io::AsyncWriteExt::write_all(&mut spool, &chunk).await {
+                    return internal(TransferError::Io(e).to_string());
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return detail(e.status(), e.body_text()),
+        }
+    }
+    if let Err(e) = tokio::io::AsyncWriteExt::flush(&mut spool).await {
+        return internal(TransferError::Io(e).to_string());
+    }
+    let spool = spool.into_std().await;
     let name = filename.clone();
     if let Err(response) =
-        blocking(move || transfer::store_upload(&destination, &name, &data, recursive, owner)).await
+        blocking(move || transfer::store_upload(&destination, &name, spool, recursive, owner)).await
     {
         return response;
     }

@@ -18,7 +18,7 @@ mod zip_time;
 pub(crate) use download::zip_tree;
 pub(crate) use error::TransferError;
 pub(crate) use listing::list_files;
-pub(crate) use upload::store_upload;
+pub(crate) use upload::{store_upload, upload_spool};
 
 #[cfg(test)]
 mod tests;

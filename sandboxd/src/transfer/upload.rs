@@ -14,7 +14,7 @@
 //! one file. Closing that needs `openat`-style calls, which std does not offer.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt, fchown, lchown};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,11 +47,38 @@ impl Default for ExtractLimits {
     }
 }
 
+/// Checks an upload's destination and name, creates the destination directory (given to
+/// `owner`) and opens the spool the upload is streamed into before it is stored: an anonymous
+/// file in the destination itself (the filesystem the upload is bound for, not a small `/tmp`),
+/// never visible under a name and gone when closed. The upload is then never held in memory.
+pub(crate) fn upload_spool(
+    destination: &Path,
+    filename: &str,
+    recursive: bool,
+    owner: Option<(u32, u32)>,
+) -> Result<File, TransferError> {
+    check_upload(destination, filename, recursive)?;
+    create_dir_all_owned(destination, owner)?;
+    Ok(tempfile::tempfile_in(destination)?)
+}
+
+/// The checks every upload passes before anything is written.
+fn check_upload(destination: &Path, filename: &str, recursive: bool) -> Result<(), TransferError> {
+    if !destination.is_absolute() {
+        return Err(TransferError::DestinationNotAbsolute);
+    }
+    check_filename(filename)?;
+    if recursive && !filename.ends_with(".zip") {
+        return Err(TransferError::RecursiveNotZip);
+    }
+    Ok(())
+}
+
 /// Stores an upload (docs/protocol.md §8) with the default [`ExtractLimits`]; see [`store_upload_with_limits`].
 pub(crate) fn store_upload(
     destination: &Path,
     filename: &str,
-    data: &[u8],
+    data: impl Read + Seek,
     recursive: bool,
     owner: Option<(u32, u32)>,
 ) -> Result<(), TransferError> {
@@ -69,7 +96,7 @@ pub(crate) fn store_upload(
 /// `.zip`, extracts the zip `data` into the destination; otherwise writes `destination/filename`,
 /// replacing an existing file.
 ///
-/// The zip is extracted straight from `data`: the reference's "write the zip into the
+/// `data` is read from its start. The zip is extracted straight from `data`: the reference's "write the zip into the
 /// destination, extract, delete it" has the same visible result, minus clobbering a file that
 /// happened to have the zip's name. A replaced file keeps its permission bits (and, when `owner`
 /// is `None`, its owner where possible); it is replaced by rename, so a symbolic link at its name
@@ -78,25 +105,19 @@ pub(crate) fn store_upload(
 fn store_upload_with_limits(
     destination: &Path,
     filename: &str,
-    data: &[u8],
+    mut data: impl Read + Seek,
     recursive: bool,
     owner: Option<(u32, u32)>,
     limits: ExtractLimits,
 ) -> Result<(), TransferError> {
-    if !destination.is_absolute() {
-        return Err(TransferError::DestinationNotAbsolute);
-    }
-    check_filename(filename)?;
-    let is_zip = filename.ends_with(".zip");
-    if recursive && !is_zip {
-        return Err(TransferError::RecursiveNotZip);
-    }
+    check_upload(destination, filename, recursive)?;
     create_dir_all_owned(destination, owner)?;
-    if is_zip {
-        extract_zip(destination, data, owner, limits)
+    data.rewind()?;
+    if filename.ends_with(".zip") {
+        extract_zip(destination, io::BufReader::new(data), owner, limits)
     } else {
         write_file_replacing(&destination.join(filename), false, owner, |file| {
-            file.write_all(data)?;
+            io::copy(&mut data, file)?;
             Ok(())
         })
     }
@@ -133,12 +154,12 @@ enum EntryKind {
 /// Extracts the zip `data` into the existing directory `destination`.
 fn extract_zip(
     destination: &Path,
-    data: &[u8],
+    data: impl Read + Seek,
     owner: Option<(u32, u32)>,
     limits: ExtractLimits,
 ) -> Result<(), TransferError> {
-    let mut archive = ZipArchive::new(io::Cursor::new(data))
-        .map_err(|err| TransferError::InvalidZip(err.to_string()))?;
+    let mut archive =
+        ZipArchive::new(data).map_err(|err| TransferError::InvalidZip(err.to_string()))?;
     if archive.len() > limits.max_entries {
         return Err(TransferError::TooLarge {
             what: "entries",

@@ -142,3 +142,43 @@ async fn uploads_downloads_and_listings() {
     let (status, names) = sb.post_json("/list_files", &json!("not an object")).await;
     assert_eq!((status, names), (200, json!([])));
 }
+
+#[tokio::test]
+async fn a_large_upload_is_streamed_to_disk_not_held_in_memory() {
+    const MB: usize = 1024 * 1024;
+    let sb = Sandbox::start().await;
+    let ws = sb.ws_str();
+    // 300 MB made on the fly, a megabyte at a time, on the test's side too.
+    let chunks = futures_util::stream::iter(
+        (0..300).map(|i| Ok::<_, std::io::Error>(vec![(i % 251) as u8; MB])),
+    );
+    let part = Part::stream_with_length(reqwest::Body::wrap_stream(chunks), 300 * MB as u64)
+        .file_name("big.bin");
+    let resp = sb
+        .request(Method::POST, &format!("/upload_file?destination={ws}/big"))
+        .multipart(Form::new().part("file", part))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "{:?}", resp.text().await);
+    let meta = std::fs::metadata(sb.ws.join("big/big.bin")).unwrap();
+    assert_eq!(meta.len(), 300 * MB as u64);
+    // sandboxd's peak resident memory stayed far below the upload's size.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", sb.pid())).unwrap();
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(
+        peak_kb < 100 * 1024,
+        "peak RSS {peak_kb} kB for a 300 MB upload"
+    );
+    // Nothing but the file is left in the destination (the spool had no name).
+    let names: Vec<_> = std::fs::read_dir(sb.ws.join("big"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["big.bin"]);
+}

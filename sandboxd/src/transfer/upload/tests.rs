@@ -38,9 +38,9 @@ fn make_zip_with_modes(entries: &[(&str, &[u8], u32)]) -> Vec<u8> {
 fn upload_single_file_creates_destination_and_overwrites() {
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("up/deep");
-    store_upload(&dest, "u.txt", b"one", false, None).unwrap();
+    store_upload(&dest, "u.txt", io::Cursor::new(b"one"), false, None).unwrap();
     assert_eq!(fs::read(dest.join("u.txt")).unwrap(), b"one");
-    store_upload(&dest, "u.txt", b"two", false, None).unwrap();
+    store_upload(&dest, "u.txt", io::Cursor::new(b"two"), false, None).unwrap();
     assert_eq!(fs::read(dest.join("u.txt")).unwrap(), b"two");
     // No temporary files left behind.
     assert_eq!(tree(&dest), ["u.txt"]);
@@ -52,7 +52,7 @@ fn overwrite_keeps_the_permission_bits() {
     let script = tmp.path().join("run.sh");
     fs::write(&script, "old").unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o751)).unwrap();
-    store_upload(tmp.path(), "run.sh", b"new", false, None).unwrap();
+    store_upload(tmp.path(), "run.sh", io::Cursor::new(b"new"), false, None).unwrap();
     let meta = fs::metadata(&script).unwrap();
     assert_eq!(meta.mode() & 0o777, 0o751);
     assert_eq!(fs::read(&script).unwrap(), b"new");
@@ -76,7 +76,7 @@ fn assert_replaces_link_to_outside(upload: impl FnOnce(&Path), expected: &[u8]) 
 #[test]
 fn upload_replaces_a_symlink_instead_of_writing_through_it() {
     assert_replaces_link_to_outside(
-        |dest| store_upload(dest, "f.txt", b"uploaded", false, None).unwrap(),
+        |dest| store_upload(dest, "f.txt", io::Cursor::new(b"uploaded"), false, None).unwrap(),
         b"uploaded",
     );
 }
@@ -85,7 +85,7 @@ fn upload_replaces_a_symlink_instead_of_writing_through_it() {
 fn upload_onto_a_directory_fails_with_the_os_style_message() {
     let tmp = tempfile::tempdir().unwrap();
     fs::create_dir(tmp.path().join("x")).unwrap();
-    let err = store_upload(tmp.path(), "x", b"data", false, None).unwrap_err();
+    let err = store_upload(tmp.path(), "x", io::Cursor::new(b"data"), false, None).unwrap_err();
     assert!(matches!(err, TransferError::Io(_)));
     assert!(err.to_string().starts_with("Is a directory"), "{err}");
 }
@@ -94,13 +94,27 @@ fn upload_onto_a_directory_fails_with_the_os_style_message() {
 fn upload_into_a_file_destination_fails() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("file"), "x").unwrap();
-    let err = store_upload(&tmp.path().join("file"), "a", b"", false, None).unwrap_err();
+    let err = store_upload(
+        &tmp.path().join("file"),
+        "a",
+        io::Cursor::new(b""),
+        false,
+        None,
+    )
+    .unwrap_err();
     assert!(err.to_string().starts_with("Not a directory"), "{err}");
 }
 
 #[test]
 fn relative_destination_is_refused() {
-    let err = store_upload(Path::new("rel/dir"), "a.txt", b"x", false, None).unwrap_err();
+    let err = store_upload(
+        Path::new("rel/dir"),
+        "a.txt",
+        io::Cursor::new(b"x"),
+        false,
+        None,
+    )
+    .unwrap_err();
     assert_eq!(err.to_string(), "400: Destination must be an absolute path");
 }
 
@@ -108,7 +122,7 @@ fn relative_destination_is_refused() {
 fn recursive_non_zip_is_refused_before_touching_the_disk() {
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("new");
-    let err = store_upload(&dest, "a.txt", b"x", true, None).unwrap_err();
+    let err = store_upload(&dest, "a.txt", io::Cursor::new(b"x"), true, None).unwrap_err();
     assert_eq!(err.to_string(), "400: Recursive uploads must be zip files");
     assert!(!dest.exists());
 }
@@ -117,7 +131,7 @@ fn recursive_non_zip_is_refused_before_touching_the_disk() {
 fn bad_file_names_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     for name in ["", ".", "..", "../x", "a/b", "/etc/passwd", "nul\0byte"] {
-        let err = store_upload(tmp.path(), name, b"x", false, None).unwrap_err();
+        let err = store_upload(tmp.path(), name, io::Cursor::new(b"x"), false, None).unwrap_err();
         assert!(
             matches!(err, TransferError::InvalidFilename(ref n) if n == name),
             "{name:?}: {err}"
@@ -125,8 +139,8 @@ fn bad_file_names_are_refused() {
     }
     assert!(tree(tmp.path()).is_empty());
     // Dots inside a name are fine.
-    store_upload(tmp.path(), "a..b", b"x", false, None).unwrap();
-    store_upload(tmp.path(), "..hidden", b"x", false, None).unwrap();
+    store_upload(tmp.path(), "a..b", io::Cursor::new(b"x"), false, None).unwrap();
+    store_upload(tmp.path(), "..hidden", io::Cursor::new(b"x"), false, None).unwrap();
     assert_eq!(tree(tmp.path()), ["..hidden", "a..b"]);
 }
 
@@ -142,7 +156,7 @@ fn recursive_zip_is_extracted_and_not_kept() {
         ("d/bin/run.sh", b"#!/bin/sh\n", 0o755),
         ("d/empty/", b"", 0o755),
     ]);
-    store_upload(&dest, "tmpab12cd.zip", &zip, true, None).unwrap();
+    store_upload(&dest, "tmpab12cd.zip", io::Cursor::new(&zip), true, None).unwrap();
     assert_eq!(
         tree(&dest),
         ["d/", "d/a.txt", "d/bin/", "d/bin/run.sh", "d/empty/"]
@@ -158,7 +172,7 @@ fn recursive_zip_is_extracted_and_not_kept() {
 fn a_zip_name_is_extracted_even_without_recursive() {
     let tmp = tempfile::tempdir().unwrap();
     let zip = make_zip(&[("x.txt", b"x")]);
-    store_upload(tmp.path(), "bundle.zip", &zip, false, None).unwrap();
+    store_upload(tmp.path(), "bundle.zip", io::Cursor::new(&zip), false, None).unwrap();
     assert_eq!(tree(tmp.path()), ["x.txt"]);
 }
 
@@ -167,7 +181,7 @@ fn a_file_with_the_zip_name_survives_extraction() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("bundle.zip"), "mine").unwrap();
     let zip = make_zip(&[("x.txt", b"x")]);
-    store_upload(tmp.path(), "bundle.zip", &zip, true, None).unwrap();
+    store_upload(tmp.path(), "bundle.zip", io::Cursor::new(&zip), true, None).unwrap();
     assert_eq!(fs::read(tmp.path().join("bundle.zip")).unwrap(), b"mine");
 }
 
@@ -178,7 +192,7 @@ fn extraction_overwrites_existing_files_and_merges_dirs() {
     fs::write(tmp.path().join("d/a.txt"), "old").unwrap();
     fs::write(tmp.path().join("d/keep.txt"), "keep").unwrap();
     let zip = make_zip(&[("d/a.txt", b"new")]);
-    store_upload(tmp.path(), "u.zip", &zip, true, None).unwrap();
+    store_upload(tmp.path(), "u.zip", io::Cursor::new(&zip), true, None).unwrap();
     assert_eq!(fs::read(tmp.path().join("d/a.txt")).unwrap(), b"new");
     assert_eq!(fs::read(tmp.path().join("d/keep.txt")).unwrap(), b"keep");
 }
@@ -197,7 +211,7 @@ fn malicious_zip_names_are_refused_and_nothing_is_written() {
         let dest = tmp.path().join("dest");
         // A harmless entry first: it must not be written either.
         let zip = make_zip(&[("first.txt", b"1"), (bad, b"pwned")]);
-        let err = store_upload(&dest, "evil.zip", &zip, true, None).unwrap_err();
+        let err = store_upload(&dest, "evil.zip", io::Cursor::new(&zip), true, None).unwrap_err();
         match &err {
             TransferError::UnsafeEntry { name, reason: r } => {
                 assert_eq!(name, bad);
@@ -220,7 +234,7 @@ fn extraction_does_not_follow_a_directory_symlink_out_of_the_destination() {
     fs::create_dir(&dest).unwrap();
     symlink(&outside, dest.join("link")).unwrap();
     let zip = make_zip(&[("link/pwned.txt", b"x")]);
-    let err = store_upload(&dest, "u.zip", &zip, true, None).unwrap_err();
+    let err = store_upload(&dest, "u.zip", io::Cursor::new(&zip), true, None).unwrap_err();
     assert!(
         matches!(
             err,
@@ -235,7 +249,7 @@ fn extraction_does_not_follow_a_directory_symlink_out_of_the_destination() {
     // A directory entry naming the link is refused too.
     let zip = make_zip(&[("link/", b"")]);
     assert!(matches!(
-        store_upload(&dest, "u.zip", &zip, true, None),
+        store_upload(&dest, "u.zip", io::Cursor::new(&zip), true, None),
         Err(TransferError::UnsafeEntry { .. })
     ));
 }
@@ -244,7 +258,7 @@ fn extraction_does_not_follow_a_directory_symlink_out_of_the_destination() {
 fn extraction_replaces_a_file_symlink_instead_of_writing_through_it() {
     let zip = make_zip(&[("f.txt", b"from zip")]);
     assert_replaces_link_to_outside(
-        |dest| store_upload(dest, "u.zip", &zip, true, None).unwrap(),
+        |dest| store_upload(dest, "u.zip", io::Cursor::new(&zip), true, None).unwrap(),
         b"from zip",
     );
 }
@@ -256,7 +270,7 @@ fn symlink_entries_become_regular_files_like_the_reference() {
         .unwrap();
     let data = zip.finish().unwrap().into_inner();
     let tmp = tempfile::tempdir().unwrap();
-    store_upload(tmp.path(), "s.zip", &data, true, None).unwrap();
+    store_upload(tmp.path(), "s.zip", io::Cursor::new(&data), true, None).unwrap();
     let meta = fs::symlink_metadata(tmp.path().join("l")).unwrap();
     assert!(meta.is_file());
     assert_eq!(fs::read(tmp.path().join("l")).unwrap(), b"/etc/passwd");
@@ -269,7 +283,14 @@ fn destination_itself_may_be_a_symlink() {
     fs::create_dir(&real).unwrap();
     symlink(&real, tmp.path().join("ws")).unwrap();
     let zip = make_zip(&[("a/b.txt", b"b")]);
-    store_upload(&tmp.path().join("ws"), "u.zip", &zip, true, None).unwrap();
+    store_upload(
+        &tmp.path().join("ws"),
+        "u.zip",
+        io::Cursor::new(&zip),
+        true,
+        None,
+    )
+    .unwrap();
     assert_eq!(fs::read(real.join("a/b.txt")).unwrap(), b"b");
 }
 
@@ -281,7 +302,15 @@ fn too_many_entries_are_refused_before_extraction() {
         max_bytes: MAX_EXTRACTED_BYTES,
         max_entries: 2,
     };
-    let err = store_upload_with_limits(tmp.path(), "u.zip", &zip, true, None, limits).unwrap_err();
+    let err = store_upload_with_limits(
+        tmp.path(),
+        "u.zip",
+        io::Cursor::new(&zip),
+        true,
+        None,
+        limits,
+    )
+    .unwrap_err();
     assert_eq!(
         err.to_string(),
         "400: Zip archive exceeds the limit of 2 entries"
@@ -300,7 +329,15 @@ fn too_many_bytes_are_refused_before_extraction() {
         max_bytes: 1000,
         max_entries: MAX_ZIP_ENTRIES,
     };
-    let err = store_upload_with_limits(tmp.path(), "u.zip", &zip, true, None, limits).unwrap_err();
+    let err = store_upload_with_limits(
+        tmp.path(),
+        "u.zip",
+        io::Cursor::new(&zip),
+        true,
+        None,
+        limits,
+    )
+    .unwrap_err();
     assert!(
         matches!(
             err,
@@ -329,7 +366,14 @@ fn copy_limited_counts_real_bytes_not_declared_ones() {
 #[test]
 fn garbage_is_an_invalid_zip() {
     let tmp = tempfile::tempdir().unwrap();
-    let err = store_upload(tmp.path(), "u.zip", b"not a zip at all", true, None).unwrap_err();
+    let err = store_upload(
+        tmp.path(),
+        "u.zip",
+        io::Cursor::new(b"not a zip at all"),
+        true,
+        None,
+    )
+    .unwrap_err();
     assert!(matches!(err, TransferError::InvalidZip(_)), "{err}");
     assert!(err.to_string().starts_with("400: Invalid zip file: "));
 }
@@ -339,7 +383,7 @@ fn an_entry_under_an_existing_file_fails_cleanly() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("a"), "file").unwrap();
     let zip = make_zip(&[("a/b.txt", b"x")]);
-    let err = store_upload(tmp.path(), "u.zip", &zip, true, None).unwrap_err();
+    let err = store_upload(tmp.path(), "u.zip", io::Cursor::new(&zip), true, None).unwrap_err();
     assert!(err.to_string().starts_with("Not a directory"), "{err}");
     assert_eq!(fs::read(tmp.path().join("a")).unwrap(), b"file");
 }
@@ -356,8 +400,15 @@ fn created_files_and_dirs_are_given_to_the_owner() {
     };
     let dest = tmp.path().join("new/dest");
     let zip = make_zip(&[("d/", b""), ("d/e/f.txt", b"f")]);
-    store_upload(&dest, "u.zip", &zip, true, Some(owner)).unwrap();
-    store_upload(&dest, "plain.txt", b"p", false, Some(owner)).unwrap();
+    store_upload(&dest, "u.zip", io::Cursor::new(&zip), true, Some(owner)).unwrap();
+    store_upload(
+        &dest,
+        "plain.txt",
+        io::Cursor::new(b"p"),
+        false,
+        Some(owner),
+    )
+    .unwrap();
     for rel in ["", "d", "d/e", "d/e/f.txt", "plain.txt"] {
         let meta = fs::metadata(dest.join(rel)).unwrap();
         assert_eq!((meta.uid(), meta.gid()), owner, "{rel:?}");
