@@ -12,6 +12,7 @@
 
 pub(crate) mod auth;
 mod builds;
+mod capacity;
 pub(crate) mod command;
 mod images;
 mod pool;

@@ -27,6 +27,7 @@ use tokio::sync::watch;
 
 use super::auth::{self, ApiKeys, Caller};
 use super::builds::{self, BuildRequest, Builds};
+use super::capacity::HostCapacity;
 use super::images::SandboxImages;
 use super::pool::{self, Profile, Warm, WarmPools, send_configuration};
 use super::store::{Claim, ClaimStore};
@@ -55,6 +56,8 @@ pub(crate) struct SandboxService {
     /// One HTTP client for every readiness probe and configuration (a client per call costs
     /// milliseconds).
     probe: reqwest::Client,
+    /// What the host can give one sandbox (checked against each `resource_factor`).
+    capacity: HostCapacity,
 }
 
 impl SandboxService {
@@ -83,6 +86,7 @@ impl SandboxService {
             .map(|k| auth::caller_of(k))
             .collect();
         let docker = DockerHost::connect()?;
+        let capacity = HostCapacity::of(docker.docker()).await?;
         let store = ClaimStore::open(&config.state_dir)?;
         let images = SandboxImages::new(&config);
         let mut targets = BTreeMap::new();
@@ -113,6 +117,7 @@ impl SandboxService {
                 .no_proxy()
                 .build()
                 .map_err(|e| ServeError::Internal(format!("cannot make an HTTP client: {e}")))?,
+            capacity,
         })
     }
 
@@ -216,6 +221,7 @@ impl SandboxService {
                 "resource_factor must be above 0 and at most {MAX_RESOURCE_FACTOR}"
             )));
         }
+        self.capacity.check(&self.config.limits, factor)?;
         if request.session_id.is_empty() {
             return Err(ServeError::BadRequest("session_id is empty".to_string()));
         }

@@ -205,6 +205,20 @@ async fn requests_that_cannot_work_are_refused_precisely() {
     let mut request = start_request("bad");
     request.resource_factor = 0.0;
     assert_eq!(api.start(&request).await.unwrap_err().status(), Some(400));
+    // More than the host has: a 400 that says what it can give (1 CPU per factor here).
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    request.resource_factor = (cpus + 1) as f64;
+    let err = api.start(&request).await.unwrap_err();
+    assert_eq!(err.status(), Some(400), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("this host has {cpus} CPUs")),
+        "{text}"
+    );
+    assert!(
+        text.contains("the largest resource_factor it can give is"),
+        "{text}"
+    );
     let response = reqwest::Client::new()
         .post(format!("{}/start", service.url))
         .header("X-API-Key", KEY_A)
