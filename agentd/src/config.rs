@@ -257,6 +257,14 @@ pub struct ServeSection {
     pub sudo_keys: Vec<String>,
     /// App ports published per sandbox (default 2).
     pub app_ports: Option<u16>,
+    /// Egress policies of some keys' sandboxes (key → policy, as `[docker] egress`); the
+    /// others have `[docker] egress`.
+    #[serde(default)]
+    pub egress_keys: std::collections::BTreeMap<String, EgressSetting>,
+    /// Egress policies of the sandboxes of some caller images (image → policy), for keys
+    /// without their own.
+    #[serde(default)]
+    pub egress_images: std::collections::BTreeMap<String, EgressSetting>,
 }
 
 impl FileConfig {

@@ -333,12 +333,11 @@ impl World {
             "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
             &name,
         ]);
-        World {
-            ip: ip
-                .parse()
-                .unwrap_or_else(|_| panic!("world address {ip:?}")),
-            ..world
-        }
+        let mut world = world;
+        world.ip = ip
+            .parse()
+            .unwrap_or_else(|_| panic!("world address {ip:?}"));
+        world
     }
 }
 

@@ -13,7 +13,13 @@
 //!   ([`Isolation::host_ports`]); never the link-local range with the cloud metadata address
 //!   (169.254.0.0/16), nor another bridge; out to the world, what the egress policy allows.
 //!   Refusals are REJECTs (a TCP reset), so a denied connection fails at once with
-//!   "Connection refused" instead of hanging.
+//!   "Connection refused" instead of hanging;
+//! * where the egress policy names domains ([`DomainRule`]s): `nat` rules that redirect the
+//!   sandbox's TCP connections to the ports of its domain rules (every port if one has none),
+//!   but to addresses an address rule allows, the host and DNS, to the engine's egress proxy
+//!   ([`super::egress_proxy`]), which decides them by TLS server name or HTTP `Host` and
+//!   answers a refusal with a reason; an `INPUT` allowance of the proxy's port for redirected
+//!   connections only; and DNS out, since names must resolve.
 //!
 //! Each rule carries a comment naming its interface, so the rules of a sandbox are found and
 //! deleted with it, and those of sandboxes that went away some other way by [`sweep`].
