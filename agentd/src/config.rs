@@ -155,8 +155,12 @@ pub struct DockerSection {
     /// `bridge` or `none`.
     pub network: Option<Network>,
     /// Where a sandbox with network may connect beyond the host: `all`, `none`, or a list of
-    /// IPv4 addresses and CIDR blocks with optional ports (`["10.0.0.0/8", "192.0.2.7:443"]`).
+    /// IPv4 addresses, CIDR blocks and domains with optional ports
+    /// (`["10.0.0.0/8", "192.0.2.7:443", "pypi.org:443", "*.pythonhosted.org:443"]`).
     pub egress: Option<EgressSetting>,
+    /// Names pinned to IPv4 addresses (`{"web.test" = "10.0.0.5"}`): in the sandbox's
+    /// /etc/hosts, and where the egress proxy connects them.
+    pub egress_hosts: Option<std::collections::BTreeMap<String, std::net::Ipv4Addr>>,
     /// TCP ports of the host a sandbox with network may connect to (default: none).
     pub host_ports: Option<Vec<u16>>,
     /// Read-only root file system.
@@ -255,6 +259,14 @@ pub struct ServeSection {
     pub app_ports: Option<u16>,
     /// HTTP connections served at once (default 1024).
     pub max_connections: Option<u32>,
+    /// Egress policies of some keys' sandboxes (key → policy, as `[docker] egress`); the
+    /// others have `[docker] egress`.
+    #[serde(default)]
+    pub egress_keys: std::collections::BTreeMap<String, EgressSetting>,
+    /// Egress policies of the sandboxes of some caller images (image → policy), for keys
+    /// without their own.
+    #[serde(default)]
+    pub egress_images: std::collections::BTreeMap<String, EgressSetting>,
 }
 
 impl FileConfig {

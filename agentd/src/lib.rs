@@ -57,8 +57,8 @@ pub mod docker {
     pub use crate::runtime::docker::labels::Owner;
     pub use crate::runtime::docker::user::{SandboxUser, UserError, choose as choose_user};
     pub use crate::runtime::docker::{
-        DockerError, DockerHost, Egress, EgressRule, FirewallError, GcPolicy, Limits, Network,
-        SandboxConfig, SandboxContainer,
+        CidrRule, DockerError, DockerHost, DomainRule, Egress, EgressRule, FirewallError, GcPolicy,
+        Limits, Network, SandboxConfig, SandboxContainer,
     };
 }
 

@@ -12,14 +12,19 @@
 //! - `random`: random hex from the OS (session keys, HMAC keys, markers, ids).
 //! - `procstat`: the fields of `/proc/PID/stat` we use (state, parent, process group, session,
 //!   terminal foreground group, CPU times, start time), read past the command name's last `)`.
+//! - `egress`: domain rules of a sandbox's egress policy (`example.com:443`, `*.pypi.org`):
+//!   agentd parses them from settings, sandboxd's filtering proxy matches connections against
+//!   them.
 //! - `timeout`: the range of durations an action or a setting may ask for; agentd refuses a
 //!   model's timeout outside it before sandboxd would.
 
+mod egress;
 mod procstat;
 mod random;
 mod timeout;
 mod truncate;
 
+pub use egress::{DomainRule, DomainRuleError, normalize_host};
 pub use procstat::ProcStat;
 pub use random::{RandomError, random_hex};
 pub use timeout::{MAX_TIMEOUT_SECONDS, TimeoutError, timeout_duration};

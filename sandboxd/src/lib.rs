@@ -7,14 +7,17 @@
 //! listings.
 //!
 //! The library exists for the `sandboxd` binary: [`run`] serves until a shutdown signal,
-//! [`await_configuration`] and [`exec_configured`] are the pre-started mode, and
-//! [`exec_as_if_requested`] is the hidden privilege-dropping mode. The error types are public
+//! [`await_configuration`] and [`exec_configured`] are the pre-started mode,
+//! [`exec_as_if_requested`] is the hidden privilege-dropping mode, and [`run_egress_proxy`]
+//! the hidden egress filtering proxy mode (`sandboxd --egress-proxy`) agentd runs per Docker
+//! engine for sandboxes whose policy names domains. The error types are public
 //! because [`RunError`] carries them; everything else is private to the crate.
 
 mod agent_procs;
 mod bash;
 mod config;
 mod configure;
+mod egress;
 mod executor;
 mod files;
 mod ipython;
@@ -32,6 +35,7 @@ use std::time::Duration;
 
 pub use bash::{ShellError, SpawnError};
 pub use config::Cli;
+pub use egress::{EGRESS_PROXY_FLAG, EgressProxyCli, EgressProxyError, run_egress_proxy};
 pub use executor::StartError;
 pub use listen::ListenAddr;
 pub use user::{UserError, exec_as_if_requested, regain_root};

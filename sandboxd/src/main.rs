@@ -10,6 +10,10 @@ fn main() -> ExitCode {
         eprintln!("sandboxd: {error}");
         return ExitCode::from(126);
     }
+    // Hidden mode: the egress filtering proxy agentd runs per Docker engine.
+    if std::env::args().nth(1).as_deref() == Some(sandboxd::EGRESS_PROXY_FLAG) {
+        return egress_proxy();
+    }
     // A separated sandboxd that re-executed itself (taking a configuration) starts as root again.
     if let Err(error) = sandboxd::regain_root() {
         eprintln!("sandboxd: {error}");
@@ -93,6 +97,50 @@ fn main() -> ExitCode {
             tracing::error!("{e}");
             eprintln!("sandboxd: {e}");
             ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// `sandboxd --egress-proxy ...`: serves until SIGTERM or SIGINT.
+fn egress_proxy() -> ExitCode {
+    let args = std::env::args()
+        .enumerate()
+        .filter(|(i, _)| *i != 1)
+        .map(|(_, a)| a);
+    let cli = sandboxd::EgressProxyCli::parse_from(args);
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sandboxd: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let shutdown = shutdown_signal();
+        sandboxd::run_egress_proxy(cli, shutdown, |addr| {
+            #[allow(clippy::print_stdout, reason = "the one line agentd reads")]
+            {
+                println!("sandboxd egress proxy listening on {addr}");
+            }
+        })
+        .await
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sandboxd: {e}");
+            ExitCode::FAILURE
         }
     }
 }

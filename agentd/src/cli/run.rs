@@ -207,6 +207,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
             .map_err(|e| anyhow::anyhow!("[docker] egress: {e}"))?;
     }
     set(&mut docker.host_ports, file.docker.host_ports.clone());
+    set(&mut docker.egress_hosts, file.docker.egress_hosts.clone());
     set(&mut docker.read_only_root, file.docker.read_only);
     docker.user = match (args.sandbox_uid, &file.docker.uid) {
         (Some(user), _) => Some(user),

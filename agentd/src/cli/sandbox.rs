@@ -81,11 +81,17 @@ pub struct UpArgs {
     /// sandboxes and the cloud metadata address by the host's firewall; needs root) or `none`.
     #[arg(long, default_value = "bridge", value_parser = parse_network)]
     network: Network,
-    /// Where a `bridge` sandbox may connect beyond the host: `all`, `none`, or IPv4
-    /// addresses and CIDR blocks with optional TCP ports, comma-separated
-    /// (`10.0.0.0/8,192.0.2.7:443`).
+    /// Where a `bridge` sandbox may connect beyond the host: `all`, `none`, or a
+    /// comma-separated list of IPv4 addresses and CIDR blocks and of domains
+    /// (`*.example.com`: subdomains only), each with an optional TCP port
+    /// (`10.0.0.0/8,192.0.2.7:443,pypi.org:443,*.pythonhosted.org:443`). Domains are matched
+    /// on the TLS server name or HTTP Host by the engine's egress proxy.
     #[arg(long, env = "AGENTD_EGRESS", default_value = "all", value_parser = Egress::from_str)]
     egress: Egress,
+    /// Pin a name to an IPv4 address, `NAME=IP` (repeatable): the sandbox's /etc/hosts has it
+    /// and the egress proxy connects the name there instead of asking DNS.
+    #[arg(long = "egress-host", value_name = "NAME=IP", value_parser = parse_pin)]
+    egress_hosts: Vec<(String, std::net::Ipv4Addr)>,
     /// A TCP port of the host a `bridge` sandbox may connect to (repeatable; default none).
     #[arg(long = "allow-host-port", value_name = "PORT")]
     host_ports: Vec<u16>,
@@ -168,6 +174,7 @@ async fn up(docker: &DockerHost, args: UpArgs) -> anyhow::Result<u8> {
         network: args.network,
         egress: args.egress,
         host_ports: args.host_ports,
+        egress_hosts: args.egress_hosts.into_iter().collect(),
         read_only_root: args.read_only,
         sudo: args.sudo,
         ready_timeout: Duration::from_secs(args.ready_timeout),
@@ -287,6 +294,15 @@ fn parse_network(s: &str) -> Result<Network, String> {
         "none" => Ok(Network::None),
         _ => Err("expected `bridge` or `none`".to_string()),
     }
+}
+
+fn parse_pin(s: &str) -> Result<(String, std::net::Ipv4Addr), String> {
+    let (name, addr) = s.split_once('=').ok_or("expected NAME=IP")?;
+    let name = sandbox_common::normalize_host(name)?;
+    let addr = addr
+        .parse()
+        .map_err(|_| format!("{addr:?} is not an IPv4 address"))?;
+    Ok((name, addr))
 }
 
 fn parse_env(s: &str) -> Result<(String, String), String> {

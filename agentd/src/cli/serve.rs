@@ -143,6 +143,31 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     config.sandboxd_binary = args.sandboxd.or(file.sandboxd);
     set(&mut config.sandbox.network, file.docker.network);
     set(&mut config.sandbox.read_only_root, file.docker.read_only);
+    if let Some(egress) = &file.docker.egress {
+        config.sandbox.egress = egress
+            .policy()
+            .map_err(|e| anyhow::anyhow!("[docker] egress: {e}"))?;
+    }
+    set(
+        &mut config.sandbox.egress_hosts,
+        file.docker.egress_hosts.clone(),
+    );
+    set(
+        &mut config.sandbox.host_ports,
+        file.docker.host_ports.clone(),
+    );
+    for (key, egress) in &section.egress_keys {
+        let policy = egress
+            .policy()
+            .map_err(|e| anyhow::anyhow!("[serve] egress_keys: {e}"))?;
+        config.egress_keys.insert(key.clone(), policy);
+    }
+    for (image, egress) in &section.egress_images {
+        let policy = egress
+            .policy()
+            .map_err(|e| anyhow::anyhow!("[serve] egress_images.{image:?}: {e}"))?;
+        config.egress_images.insert(image.clone(), policy);
+    }
     config.sandbox.allow_root = args.allow_root || section.allow_root.unwrap_or(false);
     config.sandbox.sudo = args.sudo || section.sudo.unwrap_or(false);
     config.sudo_keys = section.sudo_keys;

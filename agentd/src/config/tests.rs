@@ -49,3 +49,44 @@ fn a_full_file_parses_and_typos_are_errors() {
 fn session_ids_are_distinct() {
     assert_ne!(new_session_id(), new_session_id());
 }
+
+#[test]
+fn egress_settings_with_domains_pins_and_per_key_and_image_policies_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agentd.toml");
+    std::fs::write(
+        &path,
+        "[docker]\negress = [\"web.test:8080\", \"*.pypi.org:443\", \"10.0.0.0/8\"]\n\
+         egress_hosts = { \"web.test\" = \"10.0.0.5\" }\n\
+         [serve]\napi_keys = [\"k\"]\negress_keys = { \"k\" = \"none\" }\n\
+         egress_images = { \"img:1\" = \"pypi.org:443\" }\n",
+    )
+    .unwrap();
+    let config = FileConfig::load(&path).unwrap();
+    let egress = config.docker.egress.unwrap().policy().unwrap();
+    assert_eq!(
+        egress.to_string(),
+        "web.test:8080,*.pypi.org:443,10.0.0.0/8"
+    );
+    assert_eq!(egress.domains().len(), 2);
+    assert_eq!(
+        config.docker.egress_hosts.unwrap()["web.test"],
+        std::net::Ipv4Addr::new(10, 0, 0, 5)
+    );
+    assert_eq!(
+        config.serve.egress_keys["k"].policy().unwrap(),
+        crate::docker::Egress::Deny
+    );
+    assert_eq!(
+        config.serve.egress_images["img:1"]
+            .policy()
+            .unwrap()
+            .to_string(),
+        "pypi.org:443"
+    );
+    // A bad domain is an error that names it.
+    let bad = EgressSetting::List(vec!["*.com".to_string()])
+        .policy()
+        .unwrap_err();
+    assert!(bad.contains("*.com") && bad.contains("top-level"), "{bad}");
+}

@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::runtime::docker::{DockerError, Limits, SandboxConfig, config};
+use crate::runtime::docker::{DockerError, Egress, Limits, SandboxConfig, config};
 
 pub(crate) use service::SandboxService;
 
@@ -77,6 +77,12 @@ pub struct ServeConfig {
     /// Keys (among `api_keys`) whose sandboxes may use sudo when `sandbox.sudo` (the policy
     /// for every key) is off.
     pub sudo_keys: Vec<String>,
+    /// Egress policies of the sandboxes of some keys (among `api_keys`), instead of
+    /// `sandbox.egress`; such sandboxes are made when asked for, not taken from a warm pool.
+    pub egress_keys: BTreeMap<String, Egress>,
+    /// Egress policies of the sandboxes of some caller images (as callers name them), for
+    /// keys without one of their own; made when asked for too.
+    pub egress_images: BTreeMap<String, Egress>,
 }
 
 impl Default for ServeConfig {
@@ -108,6 +114,8 @@ impl Default for ServeConfig {
             },
             max_build_bytes: 512 * 1024 * 1024,
             sudo_keys: Vec::new(),
+            egress_keys: BTreeMap::new(),
+            egress_images: BTreeMap::new(),
         }
     }
 }

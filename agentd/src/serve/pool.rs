@@ -12,7 +12,7 @@ use sandbox_common::random_hex;
 use tokio::sync::{Notify, watch};
 
 use super::{ServeConfig, ServeError, lock};
-use crate::runtime::docker::{DockerHost, SandboxConfig, SandboxUser, labels};
+use crate::runtime::docker::{DockerHost, Egress, SandboxConfig, SandboxUser, labels};
 
 /// Wait after a failed warm-sandbox creation before the next attempt.
 const POOL_RETRY: Duration = Duration::from_secs(5);
@@ -34,13 +34,15 @@ pub(super) struct Warm {
     pub(super) image: String,
 }
 
-/// What a sandbox is made with beyond its image: the user it runs as and whether it may sudo.
+/// What a sandbox is made with beyond its image: the user it runs as, whether it may sudo, and
+/// where it may connect (the egress policy is part of its network, made with the container).
 /// Warm sandboxes are made with the service's default ([`Profile::pooled`]); a caller whose
 /// profile differs gets a new container.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Profile {
     pub(super) user: SandboxUser,
     pub(super) sudo: bool,
+    pub(super) egress: Egress,
 }
 
 impl Profile {
@@ -49,6 +51,7 @@ impl Profile {
         Profile {
             user: SandboxUser::default(),
             sudo: config.sandbox.sudo,
+            egress: config.sandbox.egress.clone(),
         }
     }
 
@@ -56,8 +59,8 @@ impl Profile {
     /// a restarted service adopts only warm sandboxes with its own.
     pub(super) fn label(&self, config: &ServeConfig) -> String {
         format!(
-            "user={};sudo={};app-ports={}",
-            self.user, self.sudo, config.sandbox.app_ports
+            "user={};sudo={};app-ports={};egress={}",
+            self.user, self.sudo, config.sandbox.app_ports, self.egress
         )
     }
 }
@@ -195,6 +198,7 @@ pub(super) async fn create_warm(
         await_configuration: true,
         user: Some(profile.user),
         sudo: profile.sudo,
+        egress: profile.egress.clone(),
         name: Some(runtime_id.clone()),
         labels: BTreeMap::from([
             (labels::SERVE_NAME.to_string(), config.name.clone()),

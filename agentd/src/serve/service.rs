@@ -10,7 +10,7 @@
 //! from the image's warm pool, or creates one when the pool is empty, and configures it with
 //! the caller's arguments, environment and a fresh session key: one local HTTP call.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ use super::pool::{self, Profile, Warm, WarmPools, send_configuration};
 use super::store::{Claim, ClaimStore};
 use super::table::{Begin, Entry, Table};
 use super::{ServeConfig, ServeError, command, reaper, recovery};
-use crate::runtime::docker::{DockerError, DockerHost, UserError, image};
+use crate::runtime::docker::{DockerError, DockerHost, Egress, UserError, image};
 
 /// Largest `resource_factor` accepted.
 const MAX_RESOURCE_FACTOR: f64 = 16.0;
@@ -52,6 +52,8 @@ pub(crate) struct SandboxService {
     images: SandboxImages,
     /// Callers whose sandboxes may use sudo although the service's policy is off.
     sudoers: HashSet<Caller>,
+    /// Callers whose sandboxes have an egress policy of their own.
+    key_egress: HashMap<Caller, Egress>,
     builds: Builds,
     /// One HTTP client for every readiness probe and configuration (a client per call costs
     /// milliseconds).
@@ -85,6 +87,21 @@ impl SandboxService {
             .iter()
             .map(|k| auth::caller_of(k))
             .collect();
+        if let Some(stranger) = config
+            .egress_keys
+            .keys()
+            .find(|k| !config.api_keys.contains(k))
+        {
+            let shown: String = stranger.chars().take(4).collect();
+            return Err(ServeError::Config(format!(
+                "egress_keys holds a key ({shown}...) that is not one of api_keys"
+            )));
+        }
+        let key_egress = config
+            .egress_keys
+            .iter()
+            .map(|(k, egress)| (auth::caller_of(k), egress.clone()))
+            .collect();
         let docker = DockerHost::connect()?;
         let capacity = HostCapacity::of(docker.docker()).await?;
         let store = ClaimStore::open(&config.state_dir)?;
@@ -112,6 +129,7 @@ impl SandboxService {
             pools,
             images,
             sudoers,
+            key_egress,
             builds: Builds::default(),
             probe: reqwest::Client::builder()
                 .no_proxy()
@@ -199,6 +217,15 @@ impl SandboxService {
             .ok_or_else(|| ServeError::NotFound(format!("no build {build_id}")))
     }
 
+    /// The egress policy of `owner`'s sandboxes of caller image `image`: the key's, else the
+    /// image's, else the service's.
+    fn egress_of(&self, owner: &Caller, image: &str) -> &Egress {
+        self.key_egress
+            .get(owner)
+            .or_else(|| self.config.egress_images.get(image))
+            .unwrap_or(&self.config.sandbox.egress)
+    }
+
     /// Whether `owner`'s sandboxes may use sudo.
     fn may_sudo(&self, owner: &Caller) -> bool {
         self.config.sandbox.sudo || self.sudoers.contains(owner)
@@ -243,6 +270,7 @@ impl SandboxService {
         let profile = Profile {
             user,
             sudo: self.may_sudo(owner),
+            egress: self.egress_of(owner, &request.image).clone(),
         };
         let pooled = (profile == Profile::pooled(&self.config))
             .then(|| self.pools.take(&tag))

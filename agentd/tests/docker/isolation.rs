@@ -1,7 +1,13 @@
 //! Limits and isolation: a fork bomb and a memory hog are contained and sandboxd still
 //! answers; without network there is no network; a read-only root stays read-only.
 
-use crate::common::{Running, config};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{Running, config, sandbox_image};
 use agentd::docker::{Egress, Network};
 
 #[tokio::test]
@@ -251,4 +257,181 @@ async fn an_egress_policy_refuses_at_once_what_it_does_not_allow() {
     // The metadata address is refused whatever the policy.
     let (_, out) = only.sh(&probe("169.254.169.254", 80)).await;
     assert!(out.starts_with("ConnectionRefusedError"), "metadata: {out}");
+}
+
+/// The port the outside world's server listens on, in its own network namespace (so it can
+/// collide with nothing).
+const WORLD_PORT: u16 = 8080;
+
+/// A server standing in for the outside world: a container of the sandbox image on a Docker
+/// network of its own, both removed on drop. It answers an HTTP request `hello from web` and
+/// a connection that starts with a TLS record `TLS-ARRIVED` (so a ClientHello that passed
+/// the proxy is seen to arrive).
+struct World {
+    name: String,
+    ip: Ipv4Addr,
+}
+
+impl World {
+    fn start(image: &str) -> World {
+        let name = format!("egress-world-{}", std::process::id());
+        let docker = |args: &[&str]| {
+            let out = Command::new("docker").args(args).output().unwrap();
+            assert!(out.status.success(), "docker {args:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+        let _ = Command::new("docker")
+            .args(["network", "rm", &name])
+            .output();
+        docker(&["network", "create", &name]);
+        let world = World {
+            name: name.clone(),
+            ip: Ipv4Addr::UNSPECIFIED,
+        };
+        let server = format!(
+            "import socket,threading\n\
+             s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+             s.bind(('0.0.0.0',{WORLD_PORT}));s.listen(64);print('ready',flush=True)\n\
+             def serve(c):\n \
+             d=c.recv(65536)\n \
+             if d[:1]==b'\\x16': c.sendall(b'TLS-ARRIVED\\n')\n \
+             else: c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 15\\r\\nConnection: close\\r\\n\\r\\nhello from web\\n')\n \
+             c.close()\n\
+             while True:\n \
+             c,_=s.accept();threading.Thread(target=serve,args=(c,)).start()\n"
+        );
+        docker(&[
+            "run",
+            "-d",
+            "--name",
+            &name,
+            "--network",
+            &name,
+            "--entrypoint",
+            "python3",
+            image,
+            "-u",
+            "-c",
+            &server,
+        ]);
+        // Listening once it says so (its output, followed: no polling).
+        let mut logs = Command::new("docker")
+            .args(["logs", "-f", &name])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ready = std::io::BufReader::new(logs.stdout.take().unwrap())
+            .lines()
+            .any(|l| l.is_ok_and(|l| l.trim() == "ready"));
+        let _ = logs.kill();
+        let _ = logs.wait();
+        assert!(ready, "the world's server did not start");
+        let ip = docker(&[
+            "inspect",
+            "-f",
+            "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+            &name,
+        ]);
+        let mut world = world;
+        world.ip = ip
+            .parse()
+            .unwrap_or_else(|_| panic!("world address {ip:?}"));
+        world
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = Command::new("docker")
+            .args(["rm", "-f", &self.name])
+            .output();
+        let _ = Command::new("docker")
+            .args(["network", "rm", &self.name])
+            .output();
+    }
+}
+
+/// A Python script run in a sandbox: sends a real ClientHello (OpenSSL's, server name NAME)
+/// to NAME PORT and prints `TLS-ARRIVED` if the world's server got it, else what the TLS
+/// library makes of the answer.
+fn tls_probe(name: &str, port: u16) -> String {
+    format!(
+        "python3 -c \"import socket,ssl,sys\ninc=ssl.MemoryBIO();out=ssl.MemoryBIO()\no=ssl.create_default_context().wrap_bio(inc,out,server_hostname=sys.argv[1])\ntry: o.do_handshake()\nexcept ssl.SSLWantReadError: pass\ns=socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=8)\ns.sendall(out.read())\nd=s.recv(100)\nif d.startswith(b'TLS-ARRIVED'): print('TLS-ARRIVED')\nelse:\n inc.write(d)\n try: o.do_handshake()\n except Exception as e: print(type(e).__name__,e)\" {name} {port}"
+    )
+}
+
+#[tokio::test]
+async fn a_domain_policy_lets_its_names_through_and_refuses_others_at_once_saying_why() {
+    let world = World::start(&sandbox_image().await);
+    let ip = world.ip;
+    let sandbox = Running::up(
+        &config(|c| {
+            c.egress = format!("web.test:{WORLD_PORT}").parse().unwrap();
+            c.egress_hosts =
+                BTreeMap::from([("web.test".to_string(), ip), ("other.test".to_string(), ip)]);
+        })
+        .await,
+    )
+    .await;
+
+    // The allowed name, over HTTP, reaches the world.
+    let (code, out) = sandbox
+        .sh(&format!("curl -sS -m 10 http://web.test:{WORLD_PORT}/"))
+        .await;
+    assert_eq!((code, out.trim()), (0, "hello from web"), "web.test: {out}");
+
+    // Another name at the same address is refused at once, with a reason the agent can read.
+    let started = Instant::now();
+    let (_, out) = sandbox
+        .sh(&format!(
+            "curl -sS -m 10 -w '\\nstatus=%{{http_code}}' http://other.test:{WORLD_PORT}/"
+        ))
+        .await;
+    assert!(
+        out.contains(&format!(
+            "egress to other.test:{WORLD_PORT} is not allowed by this sandbox's policy"
+        )) && out.contains("status=403"),
+        "other.test: {out}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "refused fast: {:?}",
+        started.elapsed()
+    );
+
+    // The bare address, without an allowed Host, is refused too.
+    let (_, out) = sandbox
+        .sh(&format!(
+            "curl -sS -m 10 -w '\\nstatus=%{{http_code}}' http://{ip}:{WORLD_PORT}/"
+        ))
+        .await;
+    assert!(
+        out.contains(&format!("egress to {ip}:{WORLD_PORT} is not allowed"))
+            && out.contains("status=403"),
+        "bare address: {out}"
+    );
+    // Nor does an allowed Host help on a connection the firewall does not hand the proxy
+    // (a port no domain rule names): refused at once.
+    let (_, out) = sandbox
+        .sh(&format!(
+            "curl -sS -m 10 -H 'Host: web.test' http://{ip}:{}/ 2>&1",
+            WORLD_PORT + 1
+        ))
+        .await;
+    assert!(
+        out.contains("Connection refused") || out.contains("Couldn't connect"),
+        "other port: {out}"
+    );
+
+    // TLS: the server name decides.
+    let (_, out) = sandbox.sh(&tls_probe("web.test", WORLD_PORT)).await;
+    assert_eq!(out.trim(), "TLS-ARRIVED", "SNI web.test");
+    let started = Instant::now();
+    let (_, out) = sandbox.sh(&tls_probe("other.test", WORLD_PORT)).await;
+    assert!(
+        out.contains("SSLError") && out.to_uppercase().contains("ACCESS_DENIED"),
+        "SNI other.test: {out}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(4), "refused fast");
 }

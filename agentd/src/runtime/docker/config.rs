@@ -2,6 +2,7 @@
 //! Docker API's container body in one place ([`SandboxConfig::container_body`]).
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -124,6 +125,10 @@ pub struct SandboxConfig {
     /// TCP ports of the host the sandbox may connect to, with [`Network::Bridge`]; every other
     /// host port refuses it.
     pub host_ports: Vec<u16>,
+    /// Names pinned to addresses (like curl's `--resolve`), for names without public DNS: the
+    /// sandbox's `/etc/hosts` has them, and the filtering proxy connects an allowed name to its
+    /// pin instead of asking DNS.
+    pub egress_hosts: BTreeMap<String, Ipv4Addr>,
     /// Longest wait for sandboxd to answer after the container starts.
     pub ready_timeout: Duration,
     /// Extra labels (ours are added).
@@ -157,6 +162,7 @@ impl Default for SandboxConfig {
             app_ports: 0,
             egress: Egress::All,
             host_ports: Vec::new(),
+            egress_hosts: BTreeMap::new(),
             ready_timeout: Duration::from_secs(60),
             labels: BTreeMap::new(),
             name: None,
@@ -323,6 +329,12 @@ impl SandboxConfig {
             init: Some(true),
             readonly_rootfs: Some(self.read_only_root),
             tmpfs: Some(tmpfs),
+            extra_hosts: (!self.egress_hosts.is_empty()).then(|| {
+                self.egress_hosts
+                    .iter()
+                    .map(|(name, addr)| format!("{name}:{addr}"))
+                    .collect()
+            }),
             ..HostConfig::default()
         };
         ContainerCreateBody {

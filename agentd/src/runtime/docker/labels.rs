@@ -27,6 +27,8 @@ pub(crate) const SERVE_RUNTIME_ID: &str = "dev.sandboxd.serve.runtime-id";
 /// On `agentd serve`'s warm sandboxes: the policy they were made with (sudo, app ports); a
 /// restarted service adopts only those made with its own.
 pub(crate) const SERVE_PROFILE: &str = "dev.sandboxd.serve.profile";
+/// On the egress proxy's container (value `true`; it is not [`MANAGED`]: no sandbox).
+pub(crate) const EGRESS_PROXY: &str = "dev.sandboxd.egress-proxy";
 /// On sandbox images: the sandboxd version inside.
 pub(crate) const SANDBOXD_VERSION: &str = "dev.sandboxd.version";
 /// On sandbox images whose sandbox user was renumbered: its `uid:gid`.

@@ -8,6 +8,7 @@
 //! found and removed by [`DockerHost::gc`].
 
 pub(crate) mod config;
+pub(crate) mod egress_proxy;
 pub(crate) mod image;
 pub(crate) mod labels;
 pub(crate) mod network;
@@ -34,7 +35,8 @@ use sandbox_common::random_hex;
 pub use config::{Limits, Network, SandboxConfig};
 use config::{MAX_APP_PORTS, SANDBOXD_PORT};
 use labels::Owner;
-pub use network::{Egress, EgressRule, FirewallError};
+pub use network::{CidrRule, Egress, EgressRule, FirewallError};
+pub use sandbox_common::DomainRule;
 pub use user::{SandboxUser, UserError};
 
 /// Errors of the Docker runtime.
@@ -109,6 +111,16 @@ pub enum DockerError {
     #[error("cannot prepare the socket directory {path}: {source}")]
     SocketDir {
         /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A sandbox's egress policy file could not be written for the filtering proxy.
+    #[error(
+        "cannot write the egress policy {path}: {source} (agentd needs root for a sandbox with network)"
+    )]
+    EgressPolicy {
+        /// The file or directory.
         path: PathBuf,
         /// Why.
         source: std::io::Error,
@@ -258,6 +270,14 @@ impl DockerHost {
                 "{} has no sandboxd; make it a sandbox image first (agentd image build --base {})",
                 config.image, config.image
             )));
+        }
+        for name in config.egress_hosts.keys() {
+            sandbox_common::normalize_host(name)
+                .map_err(|e| DockerError::Unsupported(format!("egress host pin {name:?}: {e}")))?;
+        }
+        if !config.egress.domains().is_empty() {
+            // Before anything is made: there is nothing to clean up if it fails.
+            egress_proxy::ensure_running(&self.docker, &config.image).await?;
         }
         let user = user::choose(config.workspace.as_deref(), config.user, config.allow_root)?;
         let mut config = config.clone();
@@ -567,7 +587,11 @@ impl DockerHost {
                 self.remove_network(&name).await;
             }
         }
-        let _ = tokio::task::spawn_blocking(move || network::sweep(&live)).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            network::sweep(&live);
+            egress_proxy::sweep_policies(&live);
+        })
+        .await;
         Ok(())
     }
 
@@ -613,7 +637,7 @@ impl DockerHost {
     ) -> Result<(), DockerError> {
         // Another agentd may take the same free subnet meanwhile: then the next one.
         let mut attempt = 0;
-        loop {
+        let subnet = loop {
             let taken = self.taken_subnets().await?;
             let subnet = network::free_subnet(&taken, attempt).ok_or_else(|| {
                 DockerError::Unsupported(format!(
@@ -632,7 +656,7 @@ impl DockerHost {
                 )])),
                 ipam: Some(Ipam {
                     config: Some(vec![IpamConfig {
-                        subnet: Some(subnet),
+                        subnet: Some(subnet.clone()),
                         ..IpamConfig::default()
                     }]),
                     ..Ipam::default()
@@ -640,14 +664,23 @@ impl DockerHost {
                 ..NetworkCreateRequest::default()
             };
             match self.docker.create_network(request).await {
-                Ok(_) => break,
+                Ok(_) => break subnet,
                 Err(e) if attempt < 5 && e.to_string().contains("overlap") => attempt += 1,
                 Err(e) => return Err(e.into()),
             }
+        };
+        let proxied = !config.egress.domains().is_empty();
+        if proxied
+            && let Err(e) =
+                egress_proxy::write_policy(bridge, &subnet, &config.egress, &config.egress_hosts)
+        {
+            self.remove_network(bridge).await;
+            return Err(e);
         }
         let isolation = network::Isolation {
             egress: config.egress.clone(),
             host_ports: config.host_ports.clone(),
+            proxy_port: proxied.then_some(egress_proxy::PROXY_PORT),
         };
         let bridge_name = bridge.to_string();
         let installed =
@@ -689,7 +722,11 @@ impl DockerHost {
             Err(e) => tracing::warn!(%bridge, error = %e, "cannot remove a sandbox network"),
         }
         let bridge = bridge.to_string();
-        let _ = tokio::task::spawn_blocking(move || network::remove(&bridge)).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            network::remove(&bridge);
+            egress_proxy::remove_policy(&bridge);
+        })
+        .await;
     }
 
     /// Best-effort removal on a failure path (the error being reported matters more).

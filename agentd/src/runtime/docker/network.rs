@@ -13,7 +13,13 @@
 //!   ([`Isolation::host_ports`]); never the link-local range with the cloud metadata address
 //!   (169.254.0.0/16), nor another bridge; out to the world, what the egress policy allows.
 //!   Refusals are REJECTs (a TCP reset), so a denied connection fails at once with
-//!   "Connection refused" instead of hanging.
+//!   "Connection refused" instead of hanging;
+//! * where the egress policy names domains ([`DomainRule`]s): `nat` rules that redirect the
+//!   sandbox's TCP connections to the ports of its domain rules (every port if one has none),
+//!   but to addresses an address rule allows, the host and DNS, to the engine's egress proxy
+//!   ([`super::egress_proxy`]), which decides them by TLS server name or HTTP `Host` and
+//!   answers a refusal with a reason; an `INPUT` allowance of the proxy's port for redirected
+//!   connections only; and DNS out, since names must resolve.
 //!
 //! Each rule carries a comment naming its interface, so the rules of a sandbox are found and
 //! deleted with it, and those of sandboxes that went away some other way by [`sweep`].
@@ -26,10 +32,21 @@ use std::net::Ipv4Addr;
 use std::process::Command;
 use std::str::FromStr;
 
+use sandbox_common::DomainRule;
+
 /// Our chain for packets from sandboxes to the host itself (hooked first into `INPUT`).
 const INPUT_CHAIN: &str = "SANDBOXD-INPUT";
 /// Our chain for packets from sandboxes through the host (hooked first into `FORWARD`).
 const FORWARD_CHAIN: &str = "SANDBOXD-FORWARD";
+/// Our chain in the `nat` table for connections from sandboxes (hooked first into
+/// `PREROUTING`): the redirects to the filtering proxy.
+const NAT_CHAIN: &str = "SANDBOXD-PREROUTING";
+/// Every chain of ours, with its table.
+const CHAINS: [(&str, &str); 3] = [
+    ("filter", INPUT_CHAIN),
+    ("filter", FORWARD_CHAIN),
+    ("nat", NAT_CHAIN),
+];
 /// Prefix of a sandbox's bridge interface (and of the comments on its rules).
 pub(crate) const BRIDGE_PREFIX: &str = "sbx-";
 /// The link-local range, with the metadata service of every major cloud (169.254.169.254).
@@ -100,6 +117,39 @@ impl FromStr for Egress {
     }
 }
 
+impl Egress {
+    /// The domain rules of an allow-list (none for `all` and `none`): a sandbox with some needs
+    /// the filtering proxy.
+    pub fn domains(&self) -> Vec<&DomainRule> {
+        match self {
+            Egress::Allow(rules) => rules
+                .iter()
+                .filter_map(|r| match r {
+                    EgressRule::Domain(d) => Some(d),
+                    EgressRule::Cidr(_) => None,
+                })
+                .collect(),
+            Egress::All | Egress::Deny => Vec::new(),
+        }
+    }
+}
+
+impl Egress {
+    /// The address rules of an allow-list.
+    fn cidrs(&self) -> Vec<&CidrRule> {
+        match self {
+            Egress::Allow(rules) => rules
+                .iter()
+                .filter_map(|r| match r {
+                    EgressRule::Cidr(c) => Some(c),
+                    EgressRule::Domain(_) => None,
+                })
+                .collect(),
+            Egress::All | Egress::Deny => Vec::new(),
+        }
+    }
+}
+
 impl fmt::Display for Egress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -113,11 +163,62 @@ impl fmt::Display for Egress {
     }
 }
 
-/// One allowed destination: an IPv4 address or CIDR block, optionally one TCP port
-/// (`10.0.0.0/8`, `192.0.2.7:443`, `10.1.0.0/16:5432`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// One allowed destination: by address ([`CidrRule`], kept by the firewall) or by name
+/// ([`DomainRule`]: `example.com`, `example.com:443`, `*.pypi.org:443`, kept by the filtering
+/// proxy, which matches the TLS server name or the HTTP `Host` of the sandbox's connections).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct EgressRule {
+pub enum EgressRule {
+    /// An IPv4 address or block, optionally one TCP port.
+    Cidr(CidrRule),
+    /// A host name or `*.` wildcard, optionally one TCP port.
+    Domain(DomainRule),
+}
+
+impl FromStr for EgressRule {
+    type Err = String;
+
+    /// An address or block when it starts like one (a digit), else a domain.
+    fn from_str(s: &str) -> Result<EgressRule, String> {
+        if s.starts_with(|c: char| c.is_ascii_digit())
+            && s.split(':').next().is_some_and(|net| {
+                net.chars()
+                    .all(|c| c.is_ascii_digit() || c == '.' || c == '/')
+            })
+        {
+            s.parse().map(EgressRule::Cidr)
+        } else {
+            s.parse().map(EgressRule::Domain).map_err(|e| e.to_string())
+        }
+    }
+}
+
+impl TryFrom<String> for EgressRule {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<EgressRule> for String {
+    fn from(rule: EgressRule) -> String {
+        rule.to_string()
+    }
+}
+
+impl fmt::Display for EgressRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EgressRule::Cidr(rule) => rule.fmt(f),
+            EgressRule::Domain(rule) => rule.fmt(f),
+        }
+    }
+}
+
+/// One allowed destination by address: an IPv4 address or CIDR block, optionally one TCP port
+/// (`10.0.0.0/8`, `192.0.2.7:443`, `10.1.0.0/16:5432`). Enforced by the firewall alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CidrRule {
     /// The network address.
     pub addr: Ipv4Addr,
     /// The prefix length (32: one address).
@@ -126,10 +227,10 @@ pub struct EgressRule {
     pub port: Option<u16>,
 }
 
-impl FromStr for EgressRule {
+impl FromStr for CidrRule {
     type Err = String;
 
-    fn from_str(s: &str) -> Result<EgressRule, String> {
+    fn from_str(s: &str) -> Result<CidrRule, String> {
         let (net, port) = match s.rsplit_once(':') {
             Some((net, port)) => {
                 let port = port
@@ -152,11 +253,9 @@ impl FromStr for EgressRule {
             ),
             None => (net, 32),
         };
-        let addr: Ipv4Addr = addr.parse().map_err(|_| {
-            format!(
-                "egress rule {s:?} is not an IPv4 address or CIDR block; domain names need a filtering proxy, which this runtime does not have yet"
-            )
-        })?;
+        let addr: Ipv4Addr = addr
+            .parse()
+            .map_err(|_| format!("egress rule {s:?} is not an IPv4 address or CIDR block"))?;
         let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
         if u32::from(addr) & !mask != 0 {
             return Err(format!(
@@ -164,24 +263,11 @@ impl FromStr for EgressRule {
                 Ipv4Addr::from(u32::from(addr) & mask)
             ));
         }
-        Ok(EgressRule { addr, prefix, port })
+        Ok(CidrRule { addr, prefix, port })
     }
 }
 
-impl TryFrom<String> for EgressRule {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
-impl From<EgressRule> for String {
-    fn from(rule: EgressRule) -> String {
-        rule.to_string()
-    }
-}
-
-impl fmt::Display for EgressRule {
+impl fmt::Display for CidrRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.addr, self.prefix)?;
         if let Some(port) = self.port {
@@ -199,6 +285,10 @@ pub struct Isolation {
     /// TCP ports of the host itself the sandbox may connect to (a package mirror, a proxy);
     /// every other host port refuses it.
     pub host_ports: Vec<u16>,
+    /// The filtering proxy's port on the host, where the egress policy names domains: the
+    /// sandbox's connections to the ports of its domain rules (every TCP port if one has
+    /// none) that no address rule allows are redirected to it.
+    pub proxy_port: Option<u16>,
 }
 
 /// Errors changing the host's firewall.
@@ -241,6 +331,23 @@ pub(crate) fn rules(bridge: &str, isolation: &Isolation) -> Vec<Vec<String>> {
     let established: &[&str] = &["-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED"];
 
     let mut all = vec![rule(INPUT_CHAIN, established, &["RETURN"])];
+    if let Some(port) = isolation.proxy_port {
+        // Only connections the nat rules below redirected: dialling the proxy is refused.
+        all.push(rule(
+            INPUT_CHAIN,
+            &[
+                "-p",
+                "tcp",
+                "--dport",
+                &port.to_string(),
+                "-m",
+                "conntrack",
+                "--ctstate",
+                "DNAT",
+            ],
+            &["RETURN"],
+        ));
+    }
     for port in &isolation.host_ports {
         let port = port.to_string();
         all.push(rule(
@@ -273,6 +380,9 @@ pub(crate) fn rules(bridge: &str, isolation: &Isolation) -> Vec<Vec<String>> {
         }
         Egress::Allow(allowed) => {
             for allow in allowed {
+                let EgressRule::Cidr(allow) = allow else {
+                    continue;
+                };
                 let net = format!("{}/{}", allow.addr, allow.prefix);
                 match allow.port {
                     Some(port) => all.push(rule(
@@ -283,8 +393,52 @@ pub(crate) fn rules(bridge: &str, isolation: &Isolation) -> Vec<Vec<String>> {
                     None => all.push(rule(FORWARD_CHAIN, &["-d", &net], &["RETURN"])),
                 }
             }
+            if !isolation.egress.domains().is_empty() {
+                // Names must resolve: DNS, to any resolver (a channel out the operator accepts
+                // with domain rules; pins need none).
+                for proto in ["udp", "tcp"] {
+                    all.push(rule(
+                        FORWARD_CHAIN,
+                        &["-p", proto, "--dport", "53"],
+                        &["RETURN"],
+                    ));
+                }
+            }
             all.push(rule(FORWARD_CHAIN, &["-p", "tcp"], reject_tcp));
             all.push(rule(FORWARD_CHAIN, &[], reject));
+        }
+    }
+    if let Some(proxy_port) = isolation.proxy_port {
+        let nat = |matches: &[&str], target: &[&str]| {
+            let mut args = vec!["-t".to_string(), "nat".to_string()];
+            args.extend(rule(NAT_CHAIN, matches, target));
+            args
+        };
+        let to_proxy: &[&str] = &["REDIRECT", "--to-ports", &proxy_port.to_string()];
+        // The host's own addresses are the INPUT rules' business; addresses the policy allows
+        // go out as they are; so does DNS.
+        all.push(nat(&["-m", "addrtype", "--dst-type", "LOCAL"], &["RETURN"]));
+        for allow in isolation.egress.cidrs() {
+            let net = format!("{}/{}", allow.addr, allow.prefix);
+            match allow.port {
+                Some(port) => all.push(nat(
+                    &["-d", &net, "-p", "tcp", "--dport", &port.to_string()],
+                    &["RETURN"],
+                )),
+                None => all.push(nat(&["-d", &net], &["RETURN"])),
+            }
+        }
+        all.push(nat(&["-p", "tcp", "--dport", "53"], &["RETURN"]));
+        let domains = isolation.egress.domains();
+        let mut ports: Vec<u16> = domains.iter().filter_map(|d| d.port()).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        if domains.iter().any(|d| d.port().is_none()) {
+            all.push(nat(&["-p", "tcp"], to_proxy));
+        } else {
+            for port in ports {
+                all.push(nat(&["-p", "tcp", "--dport", &port.to_string()], to_proxy));
+            }
         }
     }
     all
@@ -307,9 +461,9 @@ fn iptables(args: &[String]) -> Result<(), FirewallError> {
     }
 }
 
-/// Makes our chains and hooks them first into `INPUT` and into Docker's `DOCKER-USER` (which
+/// Makes our chains and hooks them first into `INPUT`, into Docker's `DOCKER-USER` (which
 /// Docker evaluates before its own forwarding rules and never rewrites), or `FORWARD` where
-/// there is none (once; idempotent).
+/// there is none, and into `nat` `PREROUTING` (once; idempotent).
 fn ensure_chains() -> Result<(), FirewallError> {
     let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     let forward_hook = if iptables(&s(&["-S", "DOCKER-USER"])).is_ok() {
@@ -317,13 +471,17 @@ fn ensure_chains() -> Result<(), FirewallError> {
     } else {
         "FORWARD"
     };
-    for (chain, hook) in [(INPUT_CHAIN, "INPUT"), (FORWARD_CHAIN, forward_hook)] {
-        if iptables(&s(&["-S", chain])).is_err() {
+    for (table, chain, hook) in [
+        ("filter", INPUT_CHAIN, "INPUT"),
+        ("filter", FORWARD_CHAIN, forward_hook),
+        ("nat", NAT_CHAIN, "PREROUTING"),
+    ] {
+        if iptables(&s(&["-t", table, "-S", chain])).is_err() {
             // A concurrent agentd may have made it meanwhile: only the check below counts.
-            let _ = iptables(&s(&["-N", chain]));
+            let _ = iptables(&s(&["-t", table, "-N", chain]));
         }
-        if iptables(&s(&["-C", hook, "-j", chain])).is_err() {
-            iptables(&s(&["-I", hook, "1", "-j", chain]))?;
+        if iptables(&s(&["-t", table, "-C", hook, "-j", chain])).is_err() {
+            iptables(&s(&["-t", table, "-I", hook, "1", "-j", chain]))?;
         }
     }
     Ok(())
@@ -345,10 +503,10 @@ pub(crate) fn install(bridge: &str, isolation: &Isolation) -> Result<(), Firewal
 /// Deletes every rule that carries `bridge`'s comment. Best effort: a rule that cannot be
 /// deleted is logged and left for [`sweep`].
 pub(crate) fn remove(bridge: &str) {
-    for chain in [INPUT_CHAIN, FORWARD_CHAIN] {
-        for rule in listed_rules(chain) {
+    for (table, chain) in CHAINS {
+        for rule in listed_rules(table, chain) {
             if rule_bridge(&rule) == Some(bridge) {
-                delete(&rule);
+                delete(table, &rule);
             }
         }
     }
@@ -357,13 +515,13 @@ pub(crate) fn remove(bridge: &str) {
 /// Deletes the rules of every sandbox bridge not in `live` (bridges of sandboxes that went
 /// away without agentd).
 pub(crate) fn sweep(live: &[String]) {
-    for chain in [INPUT_CHAIN, FORWARD_CHAIN] {
-        for rule in listed_rules(chain) {
+    for (table, chain) in CHAINS {
+        for rule in listed_rules(table, chain) {
             let Some(bridge) = rule_bridge(&rule) else {
                 continue;
             };
             if !live.iter().any(|b| b == bridge) {
-                delete(&rule);
+                delete(table, &rule);
             }
         }
     }
@@ -376,9 +534,13 @@ fn rule_bridge(rule: &str) -> Option<&str> {
     tag.strip_prefix("sandboxd:")
 }
 
-/// The `-A CHAIN ...` lines of `iptables -S CHAIN` (none when the chain does not exist).
-fn listed_rules(chain: &str) -> Vec<String> {
-    let Ok(out) = Command::new("iptables").args(["-w", "-S", chain]).output() else {
+/// The `-A CHAIN ...` lines of `iptables -t TABLE -S CHAIN` (none when the chain does not
+/// exist).
+fn listed_rules(table: &str, chain: &str) -> Vec<String> {
+    let Ok(out) = Command::new("iptables")
+        .args(["-w", "-t", table, "-S", chain])
+        .output()
+    else {
         return Vec::new();
     };
     String::from_utf8_lossy(&out.stdout)
@@ -388,13 +550,13 @@ fn listed_rules(chain: &str) -> Vec<String> {
         .collect()
 }
 
-/// Deletes a rule given as `iptables -S` lists it.
-fn delete(listed: &str) {
+/// Deletes a rule of `table` given as `iptables -S` lists it.
+fn delete(table: &str, listed: &str) {
     let Some(spec) = listed.strip_prefix("-A ") else {
         return;
     };
     // `iptables -S` quotes comments; ours have no spaces, so each word is one argument.
-    let mut args: Vec<String> = vec!["-D".into()];
+    let mut args: Vec<String> = vec!["-t".into(), table.into(), "-D".into()];
     args.extend(
         spec.split_whitespace()
             .map(|word| word.trim_matches('"').to_string()),

@@ -152,3 +152,21 @@ fn app_ports_are_published_and_named_in_the_environment() {
     assert_eq!(binding.host_ip.as_deref(), Some("0.0.0.0"));
     assert_eq!(binding.host_port.as_deref(), Some(""));
 }
+
+#[test]
+fn egress_host_pins_go_into_the_sandboxs_etc_hosts() {
+    let config = SandboxConfig {
+        egress_hosts: BTreeMap::from([
+            ("web.test".to_string(), Ipv4Addr::new(10, 0, 0, 5)),
+            ("other.test".to_string(), Ipv4Addr::new(10, 0, 0, 6)),
+        ]),
+        ..SandboxConfig::default()
+    };
+    let body = config.container_body("k", HashMap::new(), None, Some("sbx-x"));
+    assert_eq!(
+        body.host_config.unwrap().extra_hosts.unwrap(),
+        ["other.test:10.0.0.6", "web.test:10.0.0.5"]
+    );
+    let body = SandboxConfig::default().container_body("k", HashMap::new(), None, Some("sbx-x"));
+    assert_eq!(body.host_config.unwrap().extra_hosts, None);
+}

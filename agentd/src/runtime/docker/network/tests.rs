@@ -11,6 +11,12 @@ fn egress_policies_parse_and_print_back() {
         ("192.0.2.7", "192.0.2.7/32"),
         ("10.0.0.0/8, 192.0.2.7:443", "10.0.0.0/8,192.0.2.7/32:443"),
         ("10.1.0.0/16:5432", "10.1.0.0/16:5432"),
+        ("PyPI.org.", "pypi.org"),
+        (
+            "*.pypi.org:443, web.test:8080,10.0.0.0/8",
+            "*.pypi.org:443,web.test:8080,10.0.0.0/8",
+        ),
+        ("1password.com:443", "1password.com:443"),
     ] {
         let egress: Egress = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(egress.to_string(), printed, "{text}");
@@ -21,7 +27,11 @@ fn egress_policies_parse_and_print_back() {
 #[test]
 fn bad_egress_rules_are_refused_with_the_reason() {
     for (text, reason) in [
-        ("pypi.org", "domain names need a filtering proxy"),
+        ("pypi.org:0", "bad port"),
+        ("*.org", "whole top-level domain"),
+        ("pypi.*", "wildcard is only allowed"),
+        ("exa mple.com", "not allowed in a host name"),
+        ("10.0.0.0/8,", "empty host name"),
         ("10.0.0.1/8", "host bits set; write 10.0.0.0/8"),
         ("10.0.0.0/33", "bad prefix length"),
         ("10.0.0.1:0", "bad port"),
@@ -97,6 +107,7 @@ fn an_allow_list_returns_its_destinations_and_refuses_the_rest() {
     let rules = rendered(&Isolation {
         egress: "10.0.0.0/8,192.0.2.7:443".parse().unwrap(),
         host_ports: Vec::new(),
+        proxy_port: None,
     });
     let tail: Vec<&str> = rules
         .iter()
@@ -142,4 +153,95 @@ fn subnets_are_cut_from_the_pool_around_those_taken() {
     assert_eq!(free_subnet(&taken, 0).as_deref(), Some("10.213.0.32/28"));
     // A block over the whole pool leaves nothing.
     assert_eq!(free_subnet(&["10.0.0.0/8".to_string()], 0), None);
+}
+
+#[test]
+fn a_domain_policy_redirects_the_ports_of_its_domains_to_the_proxy() {
+    let rules = rendered(&Isolation {
+        egress: "web.test:8080,*.pypi.org:443,192.0.2.7:22".parse().unwrap(),
+        host_ports: Vec::new(),
+        proxy_port: Some(18129),
+    });
+    let tag = "-m comment --comment sandboxd:sbx-abc123";
+    let nat: Vec<&str> = rules
+        .iter()
+        .filter(|r| r.starts_with("-t nat"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        nat,
+        [
+            format!(
+                "-t nat -A SANDBOXD-PREROUTING -i sbx-abc123 -m addrtype --dst-type LOCAL {tag} -j RETURN"
+            ),
+            format!(
+                "-t nat -A SANDBOXD-PREROUTING -i sbx-abc123 -d 192.0.2.7/32 -p tcp --dport 22 {tag} -j RETURN"
+            ),
+            format!(
+                "-t nat -A SANDBOXD-PREROUTING -i sbx-abc123 -p tcp --dport 53 {tag} -j RETURN"
+            ),
+            format!(
+                "-t nat -A SANDBOXD-PREROUTING -i sbx-abc123 -p tcp --dport 443 {tag} -j REDIRECT --to-ports 18129"
+            ),
+            format!(
+                "-t nat -A SANDBOXD-PREROUTING -i sbx-abc123 -p tcp --dport 8080 {tag} -j REDIRECT --to-ports 18129"
+            ),
+        ]
+    );
+    // The proxy's port, for redirected connections only, before the host's refusal.
+    let allow = rules
+        .iter()
+        .position(|r| {
+            r.contains(
+                "SANDBOXD-INPUT -i sbx-abc123 -p tcp --dport 18129 -m conntrack --ctstate DNAT",
+            )
+        })
+        .unwrap();
+    let refuse = rules
+        .iter()
+        .position(|r| r.contains("SANDBOXD-INPUT -i sbx-abc123 -p tcp -m comment"))
+        .unwrap();
+    assert!(allow < refuse, "{rules:#?}");
+    // Names resolve: DNS goes out; everything else not allowed is refused.
+    for dns in [
+        format!("-A SANDBOXD-FORWARD -i sbx-abc123 -p udp --dport 53 {tag} -j RETURN"),
+        format!("-A SANDBOXD-FORWARD -i sbx-abc123 -p tcp --dport 53 {tag} -j RETURN"),
+    ] {
+        assert!(rules.contains(&dns), "missing {dns}\nin {rules:#?}");
+    }
+    let last_filter = rules.iter().rfind(|r| !r.starts_with("-t nat")).unwrap();
+    assert!(
+        last_filter.contains("FORWARD -i sbx-abc123 -m comment")
+            && last_filter.contains("REJECT --reject-with icmp-port-unreachable"),
+        "{rules:#?}"
+    );
+}
+
+#[test]
+fn a_domain_without_a_port_redirects_every_tcp_port() {
+    let rules = rendered(&Isolation {
+        egress: "web.test:8080,example.com".parse().unwrap(),
+        host_ports: Vec::new(),
+        proxy_port: Some(18129),
+    });
+    let redirects: Vec<&String> = rules.iter().filter(|r| r.contains("REDIRECT")).collect();
+    assert_eq!(redirects.len(), 1, "{redirects:#?}");
+    assert!(
+        redirects[0].contains("-i sbx-abc123 -p tcp -m comment"),
+        "{redirects:#?}"
+    );
+}
+
+#[test]
+fn an_address_only_policy_has_no_redirect_and_no_dns() {
+    let rules = rendered(&Isolation {
+        egress: "10.0.0.0/8".parse().unwrap(),
+        host_ports: Vec::new(),
+        proxy_port: None,
+    });
+    assert!(
+        !rules
+            .iter()
+            .any(|r| r.contains("nat") || r.contains("--dport 53"))
+    );
 }
