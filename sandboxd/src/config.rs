@@ -93,6 +93,13 @@ pub struct Cli {
     #[arg(long, env = "SANDBOXD_OUTPUT_DIR")]
     pub(crate) output_dir: Option<PathBuf>,
 
+    /// Bytes the full-output files may take together in the output directory: past it the
+    /// oldest ended commands' files are emptied (each says so), and a file that still cannot
+    /// grow stops, its observations saying so (default 256 MiB).
+    #[arg(long, env = "SANDBOXD_OUTPUT_BUDGET", default_value_t = 256 * 1024 * 1024,
+          value_parser = clap::value_parser!(u64).range(4096..))]
+    pub(crate) output_budget: u64,
+
     /// Start bash without reading profile and rc files (faster; default is a login shell).
     #[arg(long, env = "SANDBOXD_NO_LOGIN_SHELL")]
     pub(crate) no_login_shell: bool,
@@ -175,6 +182,7 @@ pub(crate) struct Settings<'a> {
     login_shell: bool,
     no_change_timeout: u64,
     output_dir: Option<&'a PathBuf>,
+    output_budget: u64,
     python: Option<&'a PathBuf>,
     max_body_bytes: usize,
     max_upload_bytes: usize,
@@ -196,6 +204,7 @@ impl Cli {
             login_shell: !self.no_login_shell,
             no_change_timeout: self.no_change_timeout,
             output_dir: self.output_dir.as_ref(),
+            output_budget: self.output_budget,
             python: self.python.as_ref(),
             max_body_bytes: self.max_body_bytes,
             max_upload_bytes: self.max_upload_bytes,

@@ -34,6 +34,8 @@ pub(crate) struct ExecutorConfig {
     pub(crate) no_change_timeout: Duration,
     /// Where full command outputs are kept.
     pub(crate) output_dir: PathBuf,
+    /// The bytes the full-output files in `output_dir` may take together.
+    pub(crate) output_budget: u64,
     /// `--plugins`: `jupyter` starts the kernel at once (else on first use), `agent_skills`
     /// loads OpenHands' skills into it.
     pub(crate) plugins: Vec<String>,
@@ -104,6 +106,7 @@ impl Executor {
             no_change_timeout: config.no_change_timeout,
             output_dir: config.output_dir,
             command_seq: AtomicU64::new(1),
+            spool_budget: crate::bash::SpoolBudget::new(config.output_budget),
             env: std::sync::RwLock::default(),
             agent_processes: config.agent_processes,
         });

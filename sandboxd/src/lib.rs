@@ -144,6 +144,7 @@ async fn start_executor(cli: &Cli) -> Result<executor::Executor, RunError> {
         login_shell: !cli.no_login_shell,
         no_change_timeout: Duration::from_secs(cli.no_change_timeout),
         output_dir,
+        output_budget: cli.output_budget,
         // A pre-started sandboxd starts its caller's plugins once configured.
         plugins: if cli.await_configuration {
             Vec::new()

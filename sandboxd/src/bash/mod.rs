@@ -19,9 +19,11 @@ mod render;
 mod script;
 mod shell;
 mod split;
+mod spool;
 
 pub(crate) use actor::BashShell;
 pub(crate) use observe::python_float;
 pub use pty::SpawnError;
 pub(crate) use shell::ShellConfig;
 pub use shell::ShellError;
+pub(crate) use spool::SpoolBudget;

@@ -33,7 +33,10 @@ impl Current {
     pub(super) fn new(config: &ShellConfig) -> Self {
         let n = config.command_seq.fetch_add(1, Ordering::Relaxed);
         Current {
-            output: CommandOutput::new(config.output_dir.join(format!("cmd-{n:06}.log"))),
+            output: CommandOutput::new(
+                config.output_dir.join(format!("cmd-{n:06}.log")),
+                config.spool_budget.clone(),
+            ),
             observations: 0,
             done: None,
             end_note: None,
@@ -120,6 +123,11 @@ pub(super) fn observe(
                 CommandEnd::Completed => String::new(),
             });
         }
+    }
+    if let Some(why) = cur.output.spool_lost() {
+        metadata.suffix.push_str(&format!(
+            "\n[The full output file keeps only part of this command's output: {why}.]"
+        ));
     }
     observations::run(command, content, metadata, hidden, spool)
 }

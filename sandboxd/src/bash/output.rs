@@ -1,19 +1,16 @@
 //! The output of one command as the agent sees it: rendered lines, the bounded window kept for
-//! observations, the spool file that keeps everything, and the reference's size rules (docs/protocol.md §4.6).
+//! observations, the spool file that keeps everything (`spool.rs`), and the reference's size rules (docs/protocol.md §4.6).
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::render::Screen;
+use super::spool::{Spool, SpoolBudget};
 
 /// Lines kept for an observation, as the reference's tmux history (10 000 + a visible margin).
 const MAX_LINES: usize = 10_013;
 /// Characters kept for an observation, so that a few huge lines cannot exhaust memory.
 const MAX_WINDOW_CHARS: usize = 32 * 1024 * 1024;
-/// Bytes written to one spool file before it stops growing.
-const MAX_SPOOL_BYTES: u64 = 512 * 1024 * 1024;
 
 /// Output of one command, from its first byte until the agent has seen its end.
 #[derive(Debug)]
@@ -29,21 +26,26 @@ pub(crate) struct CommandOutput {
 }
 
 impl CommandOutput {
-    /// Starts collecting; the whole output also goes to `spool_path`.
-    pub(crate) fn new(spool_path: PathBuf) -> Self {
+    /// Starts collecting; the whole output also goes to `spool_path`, within `budget`.
+    pub(crate) fn new(spool_path: PathBuf, budget: SpoolBudget) -> Self {
         CommandOutput {
             screen: Screen::new(),
             window: VecDeque::new(),
             window_chars: 0,
             overflowed: false,
             shown_partial: String::new(),
-            spool: Spool::create(spool_path),
+            spool: Spool::create(spool_path, budget),
         }
     }
 
     /// Path of the file with the complete output.
     pub(crate) fn spool_path(&self) -> &Path {
-        &self.spool.path
+        self.spool.path()
+    }
+
+    /// Why the file at [`Self::spool_path`] does not hold the whole output, if it does not.
+    pub(crate) fn spool_lost(&self) -> Option<&str> {
+        self.spool.lost()
     }
 
     /// Adds raw terminal bytes.
@@ -62,7 +64,7 @@ impl CommandOutput {
                 self.push_line(line);
             }
         }
-        self.spool.flush();
+        self.spool.close();
     }
 
     fn push_line(&mut self, line: String) {
@@ -97,57 +99,6 @@ impl CommandOutput {
         self.spool.flush();
         let kept = std::mem::take(&mut self.overflowed).then_some(lines.len());
         (lines.join("\n").trim().to_owned(), kept)
-    }
-}
-
-/// The append-only file with a command's complete rendered output.
-#[derive(Debug)]
-struct Spool {
-    path: PathBuf,
-    file: Option<BufWriter<File>>,
-    written: u64,
-}
-
-impl Spool {
-    fn create(path: PathBuf) -> Self {
-        let file = match File::create(&path) {
-            Ok(f) => Some(BufWriter::new(f)),
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "cannot create the output file");
-                None
-            }
-        };
-        Spool {
-            path,
-            file,
-            written: 0,
-        }
-    }
-
-    fn write_line(&mut self, line: &str) {
-        let Some(file) = &mut self.file else { return };
-        if self.written >= MAX_SPOOL_BYTES {
-            return;
-        }
-        self.written += line.len() as u64 + 1;
-        let result = if self.written >= MAX_SPOOL_BYTES {
-            writeln!(
-                file,
-                "{line}\n[sandboxd: output beyond {MAX_SPOOL_BYTES} bytes was not kept]"
-            )
-        } else {
-            writeln!(file, "{line}")
-        };
-        if let Err(e) = result {
-            tracing::warn!(path = %self.path.display(), error = %e, "cannot write the output file");
-            self.file = None;
-        }
-    }
-
-    fn flush(&mut self) {
-        if let Some(file) = &mut self.file {
-            let _ = file.flush();
-        }
     }
 }
 

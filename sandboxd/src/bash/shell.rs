@@ -36,6 +36,8 @@ pub(crate) struct ShellConfig {
     pub(crate) output_dir: PathBuf,
     /// Numbers the full-output files across all sessions.
     pub(crate) command_seq: AtomicU64,
+    /// The bytes the full-output files may take together.
+    pub(crate) spool_budget: super::SpoolBudget,
     /// Environment of new shells on top of sandboxd's own: the caller's, when a pre-started
     /// sandboxd was configured in place (see `crate::configure`).
     pub(crate) env: std::sync::RwLock<BTreeMap<String, String>>,

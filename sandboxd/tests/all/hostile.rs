@@ -410,3 +410,53 @@ async fn held_and_partial_connections_neither_pile_up_nor_lock_the_agent_out() {
         }
     }
 }
+
+#[tokio::test]
+async fn an_output_flood_keeps_the_spool_within_its_budget_and_says_what_was_not_kept() {
+    let sb = Sandbox::with(Options {
+        extra_args: vec!["--output-budget".into(), "1000000".into()],
+        ..Options::default()
+    })
+    .await;
+    let full_path = |obs: &serde_json::Value| {
+        std::path::PathBuf::from(obs["extras"]["full_output_path"].as_str().unwrap())
+    };
+    let first = sb.run("yes 0123456789 | head -c 600000").await;
+    assert_eq!(exit_code(&first), 0, "{first}");
+    let second = sb.run("yes 0123456789 | head -c 600000").await;
+    assert_eq!(exit_code(&second), 0, "{second}");
+    // The older file made room for the newer, and says so.
+    let old = std::fs::read_to_string(full_path(&first)).unwrap();
+    assert!(
+        old.contains("was removed to keep the output files within their budget"),
+        "{old}"
+    );
+    // (The unterminated last line gets its newline.)
+    assert_eq!(
+        std::fs::metadata(full_path(&second)).unwrap().len(),
+        600_001
+    );
+    // A flood larger than the whole budget: the file stops, and the observation says so.
+    let flood = sb.run("yes 0123456789 | head -c 3000000").await;
+    assert_eq!(exit_code(&flood), 0, "{flood}");
+    let suffix = meta(&flood, "suffix").as_str().unwrap();
+    assert!(
+        suffix.contains("The full output file keeps only part of this command's output"),
+        "{suffix}"
+    );
+    let kept = std::fs::read_to_string(full_path(&flood)).unwrap();
+    assert!(
+        kept.ends_with("[sandboxd: output beyond this point was not kept: the output files' budget of 1000000 bytes (--output-budget) is full, and only running commands' files are left in it]\n"),
+        "{}",
+        &kept[kept.len().saturating_sub(300)..]
+    );
+    let total: u64 = std::fs::read_dir(full_path(&flood).parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(
+        total <= 1_000_000 + 4096,
+        "the output files take {total} bytes"
+    );
+    assert_eq!(content(&sb.run("echo still here").await), "still here");
+}

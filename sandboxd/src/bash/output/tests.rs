@@ -1,11 +1,12 @@
 //! Unit tests of `bash/output.rs`.
 
 use super::*;
+use crate::bash::SpoolBudget;
 
 #[test]
 fn window_keeps_the_last_lines_and_the_spool_keeps_all() {
     let dir = tempfile::tempdir().unwrap();
-    let mut out = CommandOutput::new(dir.path().join("out.log"));
+    let mut out = CommandOutput::new(dir.path().join("out.log"), SpoolBudget::new(1 << 30));
     let text: String = (1..=50_000).map(|i| format!("Line {i}\r\n")).collect();
     out.feed(text.as_bytes());
     out.finish();
@@ -20,7 +21,7 @@ fn window_keeps_the_last_lines_and_the_spool_keeps_all() {
 #[test]
 fn an_already_shown_partial_line_is_not_repeated() {
     let dir = tempfile::tempdir().unwrap();
-    let mut out = CommandOutput::new(dir.path().join("out.log"));
+    let mut out = CommandOutput::new(dir.path().join("out.log"), SpoolBudget::new(1 << 30));
     out.feed(b"Enter name: ");
     assert_eq!(out.take(), ("Enter name:".to_owned(), None));
     out.feed(b"Hello John\r\n");
