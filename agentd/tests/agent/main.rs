@@ -11,10 +11,6 @@ use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use serde_json::{Value, json};
 use testkit::{FakeLlm, Reply};
 
-fn workspace_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// The `[llm]` settings of every run: native tool calling (the fake model's name is in no
 /// list), and fast retries (the defaults wait 8 s and more, so a test whose script runs out
 /// would take minutes to fail).
@@ -33,9 +29,7 @@ async fn run(
     let config_path = dir.join("agentd.toml");
     let config = format!("{TEST_LLM}{config}");
     std::fs::write(&config_path, config).unwrap();
-    let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_dir().join("target/debug/sandboxd"));
+    let sandboxd = testkit::sandboxd_binary("debug");
     tokio::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
         .args([
             "run",

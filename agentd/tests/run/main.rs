@@ -18,9 +18,7 @@ fn workspace_dir() -> PathBuf {
 /// The agentd binary with a private sessions directory and a Python that has ipykernel.
 fn agentd(sessions: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
-    let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_dir().join("target/debug/sandboxd"));
+    let sandboxd = testkit::sandboxd_binary("debug");
     command
         .env("AGENTD_SESSIONS_DIR", sessions)
         .env("AGENTD_SANDBOXD_BIN", sandboxd)

@@ -12,11 +12,7 @@ use sandbox_common::ProcStat;
 /// The sandboxd the local runtime runs: `AGENTD_SANDBOXD_BIN` (as for the other test
 /// binaries), else this workspace's debug build.
 pub fn local_sandboxd() -> PathBuf {
-    let path = std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
-        });
+    let path = testkit::sandboxd_binary("debug");
     assert!(
         path.is_file(),
         "{} is missing: cargo build -p sandboxd",

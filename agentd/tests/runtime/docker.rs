@@ -14,12 +14,7 @@ use crate::common::{error_id_of, eventually, metadata, run, sh};
 /// The sandboxd put into images: `AGENTD_SANDBOXD_BIN` (the static build), else the
 /// workspace's static release build.
 fn image_sandboxd() -> PathBuf {
-    std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/x86_64-unknown-linux-gnu/release/sandboxd")
-        })
+    testkit::sandboxd_binary("x86_64-unknown-linux-gnu/release")
 }
 
 fn config() -> RuntimeConfig {
@@ -27,8 +22,7 @@ fn config() -> RuntimeConfig {
         kind: RuntimeKind::Docker,
         sandboxd_binary: Some(image_sandboxd()),
         docker: SandboxConfig {
-            image: std::env::var("AGENTD_TEST_BASE")
-                .unwrap_or_else(|_| DEFAULT_BASE_IMAGE.to_string()),
+            image: testkit::base_image(DEFAULT_BASE_IMAGE),
             plugins: Vec::new(),
             ..SandboxConfig::default()
         },
