@@ -105,6 +105,18 @@ fn config() -> ControllerConfig {
 }
 
 /// `type` or `type:state` for state changes, per event.
+/// Runs `agent` on `stream` with `config` until the controller ends the run.
+async fn run_to_end(
+    stream: &EventStream,
+    agent: Box<dyn crate::agent::Agent>,
+    config: ControllerConfig,
+) -> State {
+    Controller::new(stream.clone(), agent, config)
+        .run()
+        .await
+        .unwrap()
+}
+
 fn kinds(stream: &EventStream) -> Vec<String> {
     stream
         .all()
@@ -174,10 +186,7 @@ async fn a_scripted_run_goes_to_finished() {
         message("found it", false),
         finish(),
     ]));
-    let state = Controller::new(stream.clone(), agent, config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, agent, config()).await;
 
     assert_eq!(state.agent_state, AgentState::Finished);
     assert_eq!(state.iteration, 4);
@@ -224,10 +233,7 @@ async fn the_iteration_limit_ends_the_run_in_error_with_the_reference_text() {
         max_iterations: 3,
         ..config()
     };
-    let state = Controller::new(stream.clone(), Box::new(agent), config)
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config).await;
 
     let text =
         "RuntimeError: Agent reached maximum iteration. Current iteration: 3, max iteration: 3";
@@ -263,10 +269,7 @@ async fn the_budget_limit_ends_the_run_in_error() {
         max_budget_per_task: Some(1.0),
         ..config()
     };
-    let state = Controller::new(stream.clone(), Box::new(agent), config)
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config).await;
 
     assert_eq!(state.agent_state, AgentState::Error);
     assert_eq!(state.iteration, 3);
@@ -294,10 +297,7 @@ async fn run_until_stuck(
         max_iterations: 50,
         ..config()
     };
-    let state = Controller::new(stream.clone(), Box::new(agent), config)
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config).await;
     (state, stream)
 }
 
@@ -387,14 +387,7 @@ async fn similar_but_different_steps_are_not_stuck() {
         message("still working.", false),
     ]);
     script.push(finish());
-    let state = Controller::new(
-        stream.clone(),
-        Box::new(ScriptedAgent::new(script)),
-        config(),
-    )
-    .run()
-    .await
-    .unwrap();
+    let state = run_to_end(&stream, Box::new(ScriptedAgent::new(script)), config()).await;
     assert_eq!(
         state.agent_state,
         AgentState::Finished,
@@ -408,10 +401,7 @@ async fn similar_but_different_steps_are_not_stuck() {
 async fn headless_runs_answer_a_waiting_message_and_go_on() {
     let stream = stream_with_task();
     let agent = ScriptedAgent::new([message("Which file?", true), finish()]);
-    let state = Controller::new(stream.clone(), Box::new(agent), config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config()).await;
 
     assert_eq!(state.agent_state, AgentState::Finished);
     assert_eq!(
@@ -594,10 +584,7 @@ async fn an_error_observation_from_the_runtime_is_just_the_next_thing_to_react_t
         Some(error)
     });
     let agent = ScriptedAgent::new([run("ls"), finish()]);
-    let state = Controller::new(stream.clone(), Box::new(agent), config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config()).await;
     assert_eq!(state.agent_state, AgentState::Finished);
 }
 
@@ -620,10 +607,7 @@ async fn a_malformed_answer_is_shown_to_the_agent_and_a_fatal_one_ends_the_run()
             _ => unreachable!(),
         }
     });
-    let state = Controller::new(stream.clone(), Box::new(agent), config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config()).await;
     assert_eq!(state.agent_state, AgentState::Error);
     assert_eq!(
         state.last_error.as_deref(),
@@ -865,10 +849,7 @@ async fn a_replayed_trajectory_observes_what_the_recording_did() {
         .unwrap();
     let _runtime = fake_runtime(&stream, echo);
     let agent = ReplayAgent::from_events(&recorded);
-    let state = Controller::new(stream.clone(), Box::new(agent), config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config()).await;
     assert_eq!(state.agent_state, AgentState::Finished);
     let replayed: Vec<Event> = stream.all().iter().map(|e| (**e).clone()).collect();
     assert_eq!(crate::trajectory::compare(&recorded, &replayed), vec![]);

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agentd::{LocalConfig, Runtime, RuntimeConfig, RuntimeKind};
+use agentd::{LocalConfig, Runtime, RuntimeConfig, RuntimeKind, error_id};
 use protocol::action::{CmdRunArgs, IPythonRunCellArgs};
 use protocol::observation::ErrorExtras;
 use protocol::{Action, ActionKind, Observation, ObservationKind, ToolCallMetadata};
@@ -96,6 +96,20 @@ pub fn error_id_of(obs: &Observation) -> &str {
         ObservationKind::Error(ErrorExtras { error_id }) => error_id,
         other => panic!("not an error observation: {other:?} {}", obs.content),
     }
+}
+
+/// Awaits `pending`, an action's answer, while `killer` kills the sandbox and says when: the
+/// answer must come within `within` of the kill and say the sandbox died.
+pub async fn answer_to_a_kill(
+    pending: impl Future<Output = Observation>,
+    killer: impl Future<Output = Instant>,
+    within: Duration,
+) -> Observation {
+    let (obs, killed_at) = tokio::join!(pending, killer);
+    let waited = killed_at.elapsed();
+    assert!(waited < within, "answered after {waited:?}");
+    assert_eq!(error_id_of(&obs), error_id::SANDBOX_DIED, "{}", obs.content);
+    obs
 }
 
 /// Runs `command` and returns its output; it must succeed.

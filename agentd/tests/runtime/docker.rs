@@ -9,7 +9,7 @@ use agentd::docker::DEFAULT_BASE_IMAGE;
 use agentd::docker::SandboxConfig;
 use agentd::{Runtime, RuntimeConfig, RuntimeError, RuntimeKind, error_id};
 
-use crate::common::{error_id_of, eventually, metadata, run, sh};
+use crate::common::{answer_to_a_kill, error_id_of, eventually, metadata, run, sh};
 
 /// The sandboxd put into images: `AGENTD_SANDBOXD_BIN` (the static build), else the
 /// workspace's static release build.
@@ -99,10 +99,7 @@ async fn a_container_killed_mid_action_answers_with_an_error_at_once() {
         assert!(killed.status.success(), "{killed:?}");
         Instant::now()
     };
-    let (obs, killed_at) = tokio::join!(pending, killer);
-    let waited = killed_at.elapsed();
-    assert!(waited < Duration::from_secs(5), "answered after {waited:?}");
-    assert_eq!(error_id_of(&obs), error_id::SANDBOX_DIED, "{}", obs.content);
+    let obs = answer_to_a_kill(pending, killer, Duration::from_secs(5)).await;
     assert!(obs.content.contains("container"), "{}", obs.content);
     assert_eq!(obs.cause, Some(41));
 
