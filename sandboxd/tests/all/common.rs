@@ -213,3 +213,28 @@ pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
 pub fn exists(path: impl AsRef<Path>) -> bool {
     path.as_ref().exists()
 }
+
+/// Runs `echo TEXT` with the typed client: it must print `text` and succeed.
+pub async fn echo_with(c: &client::SandboxClient, text: &str) {
+    use client::ObservationExt;
+    let obs = c.run(&format!("echo {text}"), None).await.unwrap();
+    assert_eq!(obs.content, text);
+    assert_eq!(obs.exit_code(), Some(0));
+}
+
+/// A local directory holding `proj/src/main.py`, to upload.
+pub fn local_project() -> tempfile::TempDir {
+    let local = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(local.path().join("proj/src")).unwrap();
+    std::fs::write(local.path().join("proj/src/main.py"), "print(1)\n").unwrap();
+    local
+}
+
+/// `path` in the sandbox, downloaded with the typed client as a zip archive.
+pub async fn download_zip(
+    c: &client::SandboxClient,
+    path: &str,
+) -> zip::ZipArchive<std::io::Cursor<Vec<u8>>> {
+    let zip = c.download_files(path).await.unwrap();
+    zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap()
+}
