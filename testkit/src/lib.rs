@@ -28,10 +28,12 @@
 
 pub mod binaries;
 pub mod daemon;
+pub mod files;
 pub mod fuzz;
 
 pub use binaries::{base_image, sandboxd_binary};
 pub use daemon::Daemon;
+pub use files::{read_json, sorted_paths};
 
 /// The start command line OpenHands' `RemoteRuntime` sends in a runtime API `/start` (docs/protocol.md
 /// §1.1, §9): the interpreter prefix, the server module, port 60000, `/workspace`, the

@@ -3,7 +3,7 @@
 //! every request, so the tests can check what the model was shown.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use agentd::trajectories as trajectory;
@@ -207,13 +207,9 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     );
     assert!(text(&messages[5]).contains("exit code 0"), "{last}");
     // --dump-requests wrote each request as sent.
-    let mut dumped: Vec<PathBuf> = std::fs::read_dir(&dumps)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    dumped.sort();
+    let dumped = testkit::sorted_paths(&dumps);
     assert_eq!(dumped.len(), 3);
-    let dumped_last: Value = serde_json::from_slice(&std::fs::read(&dumped[2]).unwrap()).unwrap();
+    let dumped_last = testkit::read_json(&dumped[2]);
     assert_eq!(&dumped_last, last);
 
     // The same session with prompted tool calling.
