@@ -28,10 +28,7 @@ async fn typed_client_round_trip() {
         "one\n2\n"
     );
     // A directory upload lands as DEST/<dirname>/..., and downloads back.
-    let local = local_project();
-    c.upload_file(&local.path().join("proj"), &sb.ws_str(), true)
-        .await
-        .unwrap();
+    upload_project(&c, &sb.ws_str()).await;
     assert_eq!(
         std::fs::read_to_string(sb.ws.join("proj/src/main.py")).unwrap(),
         "print(1)\n"

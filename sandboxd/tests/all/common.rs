@@ -222,12 +222,14 @@ pub async fn echo_with(c: &client::SandboxClient, text: &str) {
     assert_eq!(obs.exit_code(), Some(0));
 }
 
-/// A local directory holding `proj/src/main.py`, to upload.
-pub fn local_project() -> tempfile::TempDir {
+/// Uploads a local directory `proj` holding `src/main.py` into `dest` with the typed client.
+pub async fn upload_project(c: &client::SandboxClient, dest: &str) {
     let local = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(local.path().join("proj/src")).unwrap();
     std::fs::write(local.path().join("proj/src/main.py"), "print(1)\n").unwrap();
-    local
+    c.upload_file(&local.path().join("proj"), dest, true)
+        .await
+        .unwrap();
 }
 
 /// `path` in the sandbox, downloaded with the typed client as a zip archive.

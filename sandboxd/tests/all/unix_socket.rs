@@ -53,14 +53,12 @@ async fn the_api_is_served_on_a_unix_socket() {
     c.write(&file, "one\ntwo").await.unwrap();
     assert_eq!(c.read(&file).await.unwrap().content, "one\ntwo\n");
 
-    let local = local_project();
+    let local = tempfile::tempdir().unwrap();
     std::fs::write(local.path().join("up.txt"), "uploaded\n").unwrap();
     c.upload_file(&local.path().join("up.txt"), &sb.ws_str(), false)
         .await
         .unwrap();
-    c.upload_file(&local.path().join("proj"), &sb.ws_str(), true)
-        .await
-        .unwrap();
+    upload_project(&c, &sb.ws_str()).await;
     assert_eq!(
         std::fs::read_to_string(sb.ws.join("up.txt")).unwrap(),
         "uploaded\n"
