@@ -61,6 +61,20 @@ async fn run(
         .unwrap()
 }
 
+/// [`run`], which must succeed.
+async fn run_ok(
+    dir: &Path,
+    workspace: &Path,
+    fake: &FakeLlm,
+    task: &str,
+    config: &str,
+    extra: &[&str],
+) -> Output {
+    let out = run(dir, workspace, fake, task, config, extra).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -148,7 +162,7 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     let native_dir = dir.path().join("native");
     std::fs::create_dir(&native_dir).unwrap();
     let dumps = native_dir.join("requests");
-    let out = run(
+    run_ok(
         &native_dir,
         &workspace,
         &native,
@@ -162,7 +176,6 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
         ],
     )
     .await;
-    assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), PROGRAM);
     let native_events = session_events(&native_dir);
 
@@ -238,7 +251,7 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     .await;
     let prompted_dir = dir.path().join("prompted");
     std::fs::create_dir(&prompted_dir).unwrap();
-    let out = run(
+    run_ok(
         &prompted_dir,
         &workspace,
         &prompted,
@@ -247,7 +260,6 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
         &["--tool-calling", "prompted"],
     )
     .await;
-    assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), PROGRAM);
     let prompted_events = session_events(&prompted_dir);
 
@@ -312,8 +324,7 @@ async fn several_calls_in_one_answer_run_in_order_and_their_results_follow_the_o
         Reply::tool_calls([("finish", json!({"message": "ok"}))]),
     ])
     .await;
-    let out = run(dir.path(), dir.path(), &fake, "echo twice", "", &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    run_ok(dir.path(), dir.path(), &fake, "echo twice", "", &[]).await;
 
     let requests = fake.requests();
     let messages = requests[1]["messages"].as_array().unwrap();
@@ -347,8 +358,7 @@ async fn a_rate_limited_call_is_retried_and_the_run_goes_on() {
         Reply::tool_calls([("finish", json!({"message": "ok"}))]),
     ])
     .await;
-    let out = run(dir.path(), dir.path(), &fake, "finish", "", &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_ok(dir.path(), dir.path(), &fake, "finish", "", &[]).await;
     assert_eq!(fake.requests().len(), 2);
     let err = stderr(&out);
     assert!(err.contains("RateLimitError"), "{err}");
@@ -367,8 +377,7 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
         Reply::tool_calls([("finish", json!({"message": "ok"}))]),
     ])
     .await;
-    let out = run(dir.path(), dir.path(), &fake, "recover", "", &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    run_ok(dir.path(), dir.path(), &fake, "recover", "", &[]).await;
 
     let events = session_events(dir.path());
     let errors: Vec<&str> = events
@@ -413,7 +422,7 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
         prompted_call("", "finish", &[("message", "ok")]),
     ])
     .await;
-    let out = run(
+    run_ok(
         dir.path(),
         dir.path(),
         &fake,
@@ -422,7 +431,6 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
         &["--tool-calling", "prompted"],
     )
     .await;
-    assert!(out.status.success(), "{}", stderr(&out));
     let events = session_events(dir.path());
     assert!(events.iter().any(|e| matches!(e,
         Event::Observation(o) if matches!(o.kind, ObservationKind::Error(_)) && o.content.contains("cmd"))));
@@ -487,8 +495,7 @@ async fn the_llm_summarizing_condenser_records_a_summary_and_the_model_then_sees
     })
     .await;
     let config = "[condenser]\ntype = \"llm\"\nkeep_first = 2\nmax_size = 10\n";
-    let out = run(dir.path(), dir.path(), &fake, "count", config, &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    run_ok(dir.path(), dir.path(), &fake, "count", config, &[]).await;
 
     let events = session_events(dir.path());
     let condensation = events
@@ -552,8 +559,7 @@ async fn a_prompt_over_the_context_window_is_condensed_and_the_run_goes_on() {
     ])
     .await;
     let config = "[condenser]\ntype = \"recent\"\nkeep_first = 2\nmax_events = 100\n";
-    let out = run(dir.path(), dir.path(), &fake, "count", config, &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    run_ok(dir.path(), dir.path(), &fake, "count", config, &[]).await;
 
     let types: Vec<&str> = session_events(dir.path())
         .iter()
