@@ -17,22 +17,12 @@ mod binaries;
 
 pub use binaries::{agentd, base_image, sandboxd_binary};
 
-/// How to start a service.
-#[derive(Debug, Clone)]
+/// How to start a service; by default no warm pool, no idle timeout and no extra arguments.
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     pub pool_size: usize,
     pub idle_timeout: f64,
     pub extra: Vec<String>,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            pool_size: 0,
-            idle_timeout: 0.0,
-            extra: Vec::new(),
-        }
-    }
 }
 
 impl Options {
