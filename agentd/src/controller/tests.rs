@@ -104,7 +104,15 @@ fn config() -> ControllerConfig {
     ControllerConfig::new("test-session")
 }
 
-/// `type` or `type:state` for state changes, per event.
+/// An agent whose `n`th step (counted from 1) is `step(n)`.
+fn numbered_steps<S: Into<Step>>(mut step: impl FnMut(i32) -> S + Send + 'static) -> ScriptedAgent {
+    let mut n = 0;
+    ScriptedAgent::from_fn(move |_, _| {
+        n += 1;
+        step(n)
+    })
+}
+
 /// Runs `agent` on `stream` with `config` until the controller ends the run.
 async fn run_to_end(
     stream: &EventStream,
@@ -117,6 +125,7 @@ async fn run_to_end(
         .unwrap()
 }
 
+/// `type` or `type:state` for state changes, per event.
 fn kinds(stream: &EventStream) -> Vec<String> {
     stream
         .all()
@@ -224,11 +233,7 @@ async fn a_scripted_run_goes_to_finished() {
 async fn the_iteration_limit_ends_the_run_in_error_with_the_reference_text() {
     let stream = stream_with_task();
     let _runtime = fake_runtime(&stream, echo);
-    let mut n = 0;
-    let agent = ScriptedAgent::from_fn(move |_, _| {
-        n += 1;
-        run(&format!("echo {n}"))
-    });
+    let agent = numbered_steps(|n| run(&format!("echo {n}")));
     let config = ControllerConfig {
         max_iterations: 3,
         ..config()
@@ -254,9 +259,7 @@ async fn the_iteration_limit_ends_the_run_in_error_with_the_reference_text() {
 async fn the_budget_limit_ends_the_run_in_error() {
     let stream = stream_with_task();
     let _runtime = fake_runtime(&stream, echo);
-    let mut n = 0;
-    let agent = ScriptedAgent::from_fn(move |_, _| {
-        n += 1;
+    let agent = numbered_steps(|n| {
         let cost = 0.4 * f64::from(n);
         let mut action = run(&format!("echo {n}"));
         action.llm_metrics = Some(serde_json::json!({"accumulated_cost": cost}));
@@ -353,11 +356,7 @@ async fn the_same_message_three_times_is_a_monologue_even_headless() {
 
 #[tokio::test]
 async fn two_alternating_steps_are_stuck() {
-    let mut n = 0;
-    let agent = ScriptedAgent::from_fn(move |_, _| {
-        n += 1;
-        run(if n % 2 == 0 { "cd .." } else { "cd a" })
-    });
+    let agent = numbered_steps(|n| run(if n % 2 == 0 { "cd .." } else { "cd a" }));
     let (state, _) = run_until_stuck(agent, |_| Some(output("cd", "", 0))).await;
     // Each action also repeats with its observation 4 times ... but never 4 in a row: the
     // alternation is what catches it, after 6 steps.
