@@ -197,6 +197,12 @@ pub fn exit_code(obs: &Value) -> i64 {
     obs["extras"]["metadata"]["exit_code"].as_i64().unwrap()
 }
 
+/// Asserts that a command observation shows `expected` and exit code 0.
+pub fn assert_output(obs: &Value, expected: &str) {
+    assert_eq!(content(obs), expected);
+    assert_eq!(exit_code(obs), 0);
+}
+
 pub fn meta<'a>(obs: &'a Value, key: &str) -> &'a Value {
     &obs["extras"]["metadata"][key]
 }
