@@ -140,6 +140,14 @@ fn kinds(stream: &EventStream) -> Vec<String> {
         .collect()
 }
 
+/// The agent states the run went through, in order.
+fn states_entered(stream: &EventStream) -> Vec<String> {
+    state_changes(stream)
+        .into_iter()
+        .map(|(state, _)| state)
+        .collect()
+}
+
 fn state_changes(stream: &EventStream) -> Vec<(String, String)> {
     stream
         .all()
@@ -505,8 +513,10 @@ async fn a_paused_run_takes_no_step_until_resumed() {
     let state = run.await.unwrap().unwrap();
     assert_eq!(state.agent_state, AgentState::Finished);
     assert_eq!(state.iteration, 4);
-    let changes: Vec<_> = state_changes(&stream).into_iter().map(|(s, _)| s).collect();
-    assert_eq!(changes, ["running", "paused", "running", "finished"]);
+    assert_eq!(
+        states_entered(&stream),
+        ["running", "paused", "running", "finished"]
+    );
 }
 
 #[tokio::test]
@@ -800,8 +810,10 @@ async fn a_run_in_error_can_be_resumed_with_a_higher_limit() {
     assert_eq!(state.agent_state, AgentState::Finished);
     assert_eq!(state.iteration, 4);
     assert_eq!(state.last_error, None);
-    let changes: Vec<_> = state_changes(&stream).into_iter().map(|(s, _)| s).collect();
-    assert_eq!(changes, ["running", "error", "running", "finished"]);
+    assert_eq!(
+        states_entered(&stream),
+        ["running", "error", "running", "finished"]
+    );
 }
 
 #[test]
@@ -912,8 +924,10 @@ async fn a_pause_waits_for_the_step_in_flight_and_a_stop_cancels_it() {
     let state = running.await.unwrap().unwrap();
     assert_eq!(state.agent_state, AgentState::Stopped);
     assert_eq!(state.iteration, 2);
-    let changes: Vec<_> = state_changes(&stream).into_iter().map(|(s, _)| s).collect();
-    assert_eq!(changes, ["running", "paused", "running", "stopped"]);
+    assert_eq!(
+        states_entered(&stream),
+        ["running", "paused", "running", "stopped"]
+    );
     assert_eq!(kinds(&stream).iter().filter(|k| *k == "run").count(), 2);
     assert!(observations_of_type(&stream, "error").is_empty());
 }

@@ -61,16 +61,8 @@ async fn run(
         .unwrap()
 }
 
-/// [`run`], which must succeed.
-async fn run_ok(
-    dir: &Path,
-    workspace: &Path,
-    fake: &FakeLlm,
-    task: &str,
-    config: &str,
-    extra: &[&str],
-) -> Output {
-    let out = run(dir, workspace, fake, task, config, extra).await;
+/// The output of a run, which must have succeeded.
+fn succeeded(out: Output) -> Output {
     assert!(out.status.success(), "{}", stderr(&out));
     out
 }
@@ -162,20 +154,22 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     let native_dir = dir.path().join("native");
     std::fs::create_dir(&native_dir).unwrap();
     let dumps = native_dir.join("requests");
-    run_ok(
-        &native_dir,
-        &workspace,
-        &native,
-        "Write hello.py and run it.",
-        "",
-        &[
-            "--tool-calling",
-            "native",
-            "--dump-requests",
-            dumps.to_str().unwrap(),
-        ],
-    )
-    .await;
+    succeeded(
+        run(
+            &native_dir,
+            &workspace,
+            &native,
+            "Write hello.py and run it.",
+            "",
+            &[
+                "--tool-calling",
+                "native",
+                "--dump-requests",
+                dumps.to_str().unwrap(),
+            ],
+        )
+        .await,
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), PROGRAM);
     let native_events = session_events(&native_dir);
 
@@ -251,15 +245,17 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     .await;
     let prompted_dir = dir.path().join("prompted");
     std::fs::create_dir(&prompted_dir).unwrap();
-    run_ok(
-        &prompted_dir,
-        &workspace,
-        &prompted,
-        "Write hello.py and run it.",
-        "",
-        &["--tool-calling", "prompted"],
-    )
-    .await;
+    succeeded(
+        run(
+            &prompted_dir,
+            &workspace,
+            &prompted,
+            "Write hello.py and run it.",
+            "",
+            &["--tool-calling", "prompted"],
+        )
+        .await,
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), PROGRAM);
     let prompted_events = session_events(&prompted_dir);
 
@@ -324,7 +320,7 @@ async fn several_calls_in_one_answer_run_in_order_and_their_results_follow_the_o
         Reply::tool_calls([("finish", json!({"message": "ok"}))]),
     ])
     .await;
-    run_ok(dir.path(), dir.path(), &fake, "echo twice", "", &[]).await;
+    succeeded(run(dir.path(), dir.path(), &fake, "echo twice", "", &[]).await);
 
     let requests = fake.requests();
     let messages = requests[1]["messages"].as_array().unwrap();
@@ -358,7 +354,7 @@ async fn a_rate_limited_call_is_retried_and_the_run_goes_on() {
         Reply::tool_calls([("finish", json!({"message": "ok"}))]),
     ])
     .await;
-    let out = run_ok(dir.path(), dir.path(), &fake, "finish", "", &[]).await;
+    let out = succeeded(run(dir.path(), dir.path(), &fake, "finish", "", &[]).await);
     assert_eq!(fake.requests().len(), 2);
     let err = stderr(&out);
     assert!(err.contains("RateLimitError"), "{err}");
@@ -377,7 +373,7 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
         Reply::tool_calls([("finish", json!({"message": "ok"}))]),
     ])
     .await;
-    run_ok(dir.path(), dir.path(), &fake, "recover", "", &[]).await;
+    succeeded(run(dir.path(), dir.path(), &fake, "recover", "", &[]).await);
 
     let events = session_events(dir.path());
     let errors: Vec<&str> = events
@@ -422,15 +418,17 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
         prompted_call("", "finish", &[("message", "ok")]),
     ])
     .await;
-    run_ok(
-        dir.path(),
-        dir.path(),
-        &fake,
-        "recover",
-        "",
-        &["--tool-calling", "prompted"],
-    )
-    .await;
+    succeeded(
+        run(
+            dir.path(),
+            dir.path(),
+            &fake,
+            "recover",
+            "",
+            &["--tool-calling", "prompted"],
+        )
+        .await,
+    );
     let events = session_events(dir.path());
     assert!(events.iter().any(|e| matches!(e,
         Event::Observation(o) if matches!(o.kind, ObservationKind::Error(_)) && o.content.contains("cmd"))));
@@ -495,7 +493,7 @@ async fn the_llm_summarizing_condenser_records_a_summary_and_the_model_then_sees
     })
     .await;
     let config = "[condenser]\ntype = \"llm\"\nkeep_first = 2\nmax_size = 10\n";
-    run_ok(dir.path(), dir.path(), &fake, "count", config, &[]).await;
+    succeeded(run(dir.path(), dir.path(), &fake, "count", config, &[]).await);
 
     let events = session_events(dir.path());
     let condensation = events
@@ -559,7 +557,7 @@ async fn a_prompt_over_the_context_window_is_condensed_and_the_run_goes_on() {
     ])
     .await;
     let config = "[condenser]\ntype = \"recent\"\nkeep_first = 2\nmax_events = 100\n";
-    run_ok(dir.path(), dir.path(), &fake, "count", config, &[]).await;
+    succeeded(run(dir.path(), dir.path(), &fake, "count", config, &[]).await);
 
     let types: Vec<&str> = session_events(dir.path())
         .iter()
