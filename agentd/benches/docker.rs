@@ -14,7 +14,6 @@
 )]
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -22,16 +21,16 @@ use agentd::docker::DEFAULT_BASE_IMAGE;
 use agentd::docker::{self as image, ContextFile, ensure_sandbox_image};
 use agentd::docker::{DockerHost, SandboxConfig};
 
+mod common;
+
+use common::{docker_run_true, ms, percentile};
+
 const RUNS: usize = 10;
 
 #[tokio::main]
 async fn main() {
-    let base = std::env::var("AGENTD_TEST_BASE").unwrap_or_else(|_| DEFAULT_BASE_IMAGE.into());
-    let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
-        });
+    let base = testkit::base_image(DEFAULT_BASE_IMAGE);
+    let sandboxd = testkit::sandboxd_binary("debug");
     let docker = DockerHost::connect().unwrap();
     let image = ensure_sandbox_image(docker.docker(), &base, &sandboxd, |_| {})
         .await
@@ -52,7 +51,7 @@ async fn main() {
         ours.push(sandbox_round(&docker, &config).await);
         bare.push(docker_run_true(&image));
     }
-    let (ours, bare) = (p50(&mut ours), p50(&mut bare));
+    let (ours, bare) = (percentile(&mut ours, 0.5), percentile(&mut bare, 0.5));
     println!("docker runtime, {RUNS} runs each, image {image}");
     println!(
         "  sandbox create -> first run observation  p50 {:>8.1} ms",
@@ -100,23 +99,4 @@ async fn sandbox_round(docker: &DockerHost, config: &SandboxConfig) -> Duration 
     assert!(obs.content.is_empty(), "{obs:?}");
     docker.down(&sandbox.id).await.unwrap();
     elapsed
-}
-
-fn docker_run_true(image: &str) -> Duration {
-    let started = Instant::now();
-    let status = Command::new("docker")
-        .args(["run", "--rm", image, "true"])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    started.elapsed()
-}
-
-fn p50(samples: &mut [Duration]) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

@@ -14,13 +14,16 @@
     reason = "a benchmark fails loudly"
 )]
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use client::{ObservationExt, RuntimeApiClient, SandboxClient};
 use protocol::runtime_api::{PodStatus, StartRequest};
 use testkit::Daemon;
+
+mod common;
+
+use common::{docker_run_true, ms, percentile};
 
 const WARM_RUNS: usize = 20;
 const COLD_RUNS: usize = 5;
@@ -35,11 +38,7 @@ struct Service {
 
 impl Service {
     fn start(name: &str, pool: usize) -> Service {
-        let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
-            });
+        let sandboxd = testkit::sandboxd_binary("debug");
         let state = tempfile::tempdir().unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
         command
@@ -124,32 +123,6 @@ async fn measure(service: &Service, runs: usize, warm: bool) -> Vec<Duration> {
     firsts
 }
 
-/// `docker run --rm IMAGE true`, `runs` times: what a bare container costs here.
-fn bare_docker_runs(image: &str, runs: usize) -> Vec<Duration> {
-    (0..runs)
-        .map(|_| {
-            let t0 = Instant::now();
-            let status = Command::new("docker")
-                .args(["run", "--rm", image, "true"])
-                .stdout(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success());
-            t0.elapsed()
-        })
-        .collect()
-}
-
-fn pct(values: &mut [Duration], p: f64) -> Duration {
-    values.sort();
-    let i = ((values.len() as f64 - 1.0) * p).round() as usize;
-    values[i]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 #[tokio::main]
 async fn main() {
     let pid = std::process::id();
@@ -163,12 +136,12 @@ async fn main() {
     drop(cold_service);
     let image =
         std::env::var("AGENTD_BENCH_IMAGE").unwrap_or_else(|_| "sandboxd-base:bookworm".into());
-    bare_docker_runs(&image, 1);
-    let mut bare = bare_docker_runs(&image, COLD_RUNS);
+    docker_run_true(&image);
+    let mut bare: Vec<Duration> = (0..COLD_RUNS).map(|_| docker_run_true(&image)).collect();
 
-    let (w50, w99) = (pct(&mut warm, 0.5), pct(&mut warm, 0.99));
-    let (c50, c99) = (pct(&mut cold, 0.5), pct(&mut cold, 0.99));
-    let b50 = pct(&mut bare, 0.5);
+    let (w50, w99) = (percentile(&mut warm, 0.5), percentile(&mut warm, 0.99));
+    let (c50, c99) = (percentile(&mut cold, 0.5), percentile(&mut cold, 0.99));
+    let b50 = percentile(&mut bare, 0.5);
     println!("agentd serve: POST /start -> pod_status ready -> first observation (`run true`)");
     println!(
         "  warm pool  p50 {:>8.1} ms  p99 {:>8.1} ms  ({WARM_RUNS} starts; target p50 <= 50 ms: {})",

@@ -10,7 +10,6 @@
     reason = "a benchmark fails loudly"
 )]
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,11 +27,7 @@ fn run_true(i: usize) -> Action {
 }
 
 fn runtime_config(workspace: &std::path::Path) -> RuntimeConfig {
-    let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/sandboxd")
-        });
+    let sandboxd = testkit::sandboxd_binary("release");
     let mut config = RuntimeConfig {
         workspace: Some(workspace.to_path_buf()),
         sandboxd_binary: Some(sandboxd),

@@ -234,23 +234,27 @@ impl SandboxClient {
 
     /// `GET /server_info`: uptime, idle time and resource use.
     pub async fn server_info(&self) -> Result<ServerInfo, ClientError> {
-        let request = self.build(
-            self.request(Method::GET, "server_info")?
-                .timeout(SERVER_INFO_TIMEOUT),
-        )?;
-        let body = self.send(request, "/server_info").await?;
-        decode(body, "/server_info")
+        self.quick_call(Method::GET, "/server_info").await
     }
 
     /// `POST /processes/kill_all`: kills every process the agent started except the shells and
     /// the IPython kernel (background jobs, servers, a fork bomb); returns how many.
     pub async fn kill_all_processes(&self) -> Result<usize, ClientError> {
-        let request = self.build(
-            self.request(Method::POST, "processes/kill_all")?
-                .timeout(SERVER_INFO_TIMEOUT),
-        )?;
-        let body = self.send(request, "/processes/kill_all").await?;
-        decode::<KillAllResponse>(body, "/processes/kill_all").map(|r| r.killed)
+        self.quick_call::<KillAllResponse>(Method::POST, "/processes/kill_all")
+            .await
+            .map(|r| r.killed)
+    }
+
+    /// `method endpoint` without a body, within [`SERVER_INFO_TIMEOUT`], its JSON answer decoded.
+    async fn quick_call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        endpoint: &'static str,
+    ) -> Result<T, ClientError> {
+        let path = endpoint.trim_start_matches('/');
+        let request = self.build(self.request(method, path)?.timeout(SERVER_INFO_TIMEOUT))?;
+        let body = self.send(request, endpoint).await?;
+        decode(body, endpoint)
     }
 
     /// `POST /configure` to a sandboxd started with `--await-configuration` (this client's key

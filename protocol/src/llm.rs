@@ -98,6 +98,23 @@ pub enum Content {
     Parts(Vec<ContentPart>),
 }
 
+impl Content {
+    /// The text: a plain text as it is, parts' texts joined by `separator` (images left out).
+    pub fn text_joined(&self, separator: &str) -> String {
+        match self {
+            Content::Text(text) => text.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::Text { text } => Some(text.as_str()),
+                    ContentPart::ImageUrl { .. } => None,
+                })
+                .collect::<Vec<_>>()
+                .join(separator),
+        }
+    }
+}
+
 /// One part of a [`Content::Parts`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

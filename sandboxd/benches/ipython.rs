@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{Daemon, ms, percentile, verdict};
+use common::{Daemon, ms, percentile, print_heading, print_quantiles, verdict};
 
 /// sandboxd with the kernel on `python`, its HTTP client, and the time to `/alive`.
 async fn start(ws: &std::path::Path, python: &str, extra: &[&str]) -> (Sandbox, Duration) {
@@ -101,24 +101,19 @@ async fn main() {
     let c50 = percentile(&mut cold, 0.5);
     let a50 = percentile(&mut alive, 0.5);
     let f50 = percentile(&mut first, 0.5);
-    println!(
-        "sandboxd IPython, {N} samples per series, one run ({} cores, {python})",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+    print_heading(
+        &format!("sandboxd IPython, {N} samples per series, one run"),
+        &format!(", {python}"),
+        40,
     );
-    println!("{:<40} {:>9} {:>9}", "", "p50 ms", "p99 ms");
-    println!(
-        "{:<40} {:>9.3} {:>9.3}   target p50 <= 5 ms: {}",
+    print_quantiles(
+        40,
         "`pass` cell over HTTP (warm)",
-        ms(p50),
-        ms(p99),
-        verdict(ms(p50) <= 5.0)
+        p50,
+        p99,
+        &format!("   target p50 <= 5 ms: {}", verdict(ms(p50) <= 5.0)),
     );
-    println!(
-        "{:<40} {:>9.3} {:>9.3}",
-        "`print(1)` cell over HTTP (warm)",
-        ms(q50),
-        ms(q99)
-    );
+    print_quantiles(40, "`print(1)` cell over HTTP (warm)", q50, q99, "");
     println!(
         "{:<40} {:>9.1}             ({STARTS} starts)",
         "kernel cold start (first cell)",

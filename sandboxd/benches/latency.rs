@@ -15,7 +15,7 @@ use serde_json::json;
 
 mod common;
 
-use common::{ms, percentile, start, verdict};
+use common::{ms, percentile, print_heading, print_quantiles, start, verdict};
 
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -102,33 +102,27 @@ async fn main() {
     let (r50, r99) = (percentile(&mut run, 0.5), percentile(&mut run, 0.99));
     let (d50, d99) = (percentile(&mut read, 0.5), percentile(&mut read, 0.99));
     let s50 = percentile(&mut starts, 0.5);
-    println!(
-        "sandboxd latency, {N} samples per series, one run ({} cores)",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+    print_heading(
+        &format!("sandboxd latency, {N} samples per series, one run"),
+        "",
+        34,
     );
-    println!("{:<34} {:>9} {:>9}", "", "p50 ms", "p99 ms");
-    println!(
-        "{:<34} {:>9.3} {:>9.3}",
-        "bash -c true (fork+exec baseline)",
-        ms(f50),
-        ms(f99)
-    );
-    println!(
-        "{:<34} {:>9.3} {:>9.3}   ratio to bash -c true: {:.2}x (p50)   target p50 <= 2 ms: {}",
+    print_quantiles(34, "bash -c true (fork+exec baseline)", f50, f99, "");
+    let against_fork = |p50: Duration, target_ms: f64| {
+        format!(
+            "   ratio to bash -c true: {:.2}x (p50)   target p50 <= {target_ms} ms: {}",
+            ms(p50) / ms(f50),
+            verdict(ms(p50) <= target_ms)
+        )
+    };
+    print_quantiles(
+        34,
         "run `true` over HTTP",
-        ms(r50),
-        ms(r99),
-        ms(r50) / ms(f50),
-        verdict(ms(r50) <= 2.0)
+        r50,
+        r99,
+        &against_fork(r50, 2.0),
     );
-    println!(
-        "{:<34} {:>9.3} {:>9.3}   ratio to bash -c true: {:.2}x (p50)   target p50 <= 0.5 ms: {}",
-        "read 1 KB over HTTP",
-        ms(d50),
-        ms(d99),
-        ms(d50) / ms(f50),
-        verdict(ms(d50) <= 0.5)
-    );
+    print_quantiles(34, "read 1 KB over HTTP", d50, d99, &against_fork(d50, 0.5));
     println!(
         "{:<34} {:>9.3}             (10 starts)   target <= 50 ms: {}",
         "start to /alive",

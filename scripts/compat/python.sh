@@ -1,5 +1,12 @@
-# Sourced by the compat scripts: finding a Python 3.12 and checking a cached openhands-ai venv.
-# Needs `log` defined, and VENV and VERSION set, by the sourcing script.
+# Sourced by the compat scripts: their directory (HERE), the repository (REPO), the openhands-ai
+# version (VERSION), `log` (tagged with the script's LOG_TAG), finding a Python 3.12 and checking
+# a cached openhands-ai venv. Needs LOG_TAG set before, and VENV set after, sourcing.
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+VERSION="${OPENHANDS_VERSION:-0.62.0}"
+
+log() { printf '[%s] %s\n' "$LOG_TAG" "$*" >&2; }
 
 is_py312() { [ -x "$1" ] && "$1" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 12) else 1)' 2>/dev/null; }
 
@@ -27,3 +34,6 @@ from importlib.metadata import version
 sys.exit(0 if version('openhands-ai') == sys.argv[1] else 1)
 PY
 }
+
+# Whether $VENV already has openhands-ai $VERSION, said in the log when it has.
+venv_reused() { venv_ok && log "venv $VENV already has openhands-ai $VERSION"; }

@@ -21,21 +21,14 @@
 # 3.12 found; 4 installing openhands-ai failed; 5 building agentd failed.
 set -uo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-VERSION="${OPENHANDS_VERSION:-0.62.0}"
+LOG_TAG=remote-compat
+# shellcheck source=python.sh
+source "$(dirname "${BASH_SOURCE[0]}")/python.sh"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/agentd"
 VENV="${OH_VENV:-$CACHE/oh-venv-$VERSION}"
 
-log() { printf '[remote-compat] %s\n' "$*" >&2; }
-
-# shellcheck source=python.sh
-source "$HERE/python.sh"
-
 # ------------------------------------------------------------------------------ the venv
-if venv_ok; then
-    log "venv $VENV already has openhands-ai $VERSION"
-else
+if ! venv_reused; then
     PY="$(find_py312)" || { log "no Python 3.12 found (pyenv versions/3.12.*, or set PYTHON312)"; exit 3; }
     mkdir -p "$CACHE"
     start=$SECONDS

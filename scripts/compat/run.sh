@@ -21,20 +21,12 @@
 # connect; 3 no Python 3.12 found; 4 pip install failed; 5 sandboxd build failed.
 set -uo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-VERSION="${OPENHANDS_VERSION:-0.62.0}"
-VENV="${OH_VENV:-/tmp/oh-venv}"
-NCT="${NO_CHANGE_TIMEOUT_SECONDS:-3}"
-
-log() { printf '[compat] %s\n' "$*" >&2; }
-
+LOG_TAG=compat
 # shellcheck source=python.sh
-source "$HERE/python.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/python.sh"
+VENV="${OH_VENV:-/tmp/oh-venv}"
 
-if venv_ok; then
-    log "venv $VENV already has openhands-ai $VERSION"
-else
+if ! venv_reused; then
     if ! is_py312 "$VENV/bin/python"; then
         PY="$(find_py312)" || { log "no Python 3.12 found (pyenv versions/3.12.*, or set PYTHON312)"; exit 3; }
         log "creating venv $VENV with $PY"
@@ -69,6 +61,7 @@ else
 fi
 
 # ----------------------------------------------------------------------------------- start
+NCT="${NO_CHANGE_TIMEOUT_SECONDS:-3}"
 TMP="$(mktemp -d /tmp/sandboxd-compat.XXXXXX)"
 mkdir -p "$TMP/workspace" "$TMP/home"
 KEY="compat-$RANDOM$RANDOM"

@@ -1,5 +1,5 @@
 //! Test helpers shared by the workspace's tests: [`Daemon`], a server process a test starts
-//! (see [`daemon`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
+//! (see [`daemon`]), where agentd's tests find sandboxd and the base image ([`binaries`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
 //! HTTP server on `127.0.0.1:0` that speaks OpenAI's `POST /v1/chat/completions` (also
 //! `/chat/completions`), answers each request with the next scripted [`Reply`] (or asks a
 //! closure), and records every request so tests can assert on what the client sent.
@@ -26,10 +26,14 @@
 //! When the script is exhausted and there is no responder, the server answers 500 with a body
 //! that says so, so a test that makes one call too many fails loudly.
 
+pub mod binaries;
 pub mod daemon;
+pub mod files;
 pub mod fuzz;
 
+pub use binaries::{base_image, sandboxd_binary};
 pub use daemon::Daemon;
+pub use files::{read_json, sorted_paths};
 
 /// The start command line OpenHands' `RemoteRuntime` sends in a runtime API `/start` (docs/protocol.md
 /// §1.1, §9): the interpreter prefix, the server module, port 60000, `/workspace`, the

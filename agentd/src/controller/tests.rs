@@ -104,6 +104,27 @@ fn config() -> ControllerConfig {
     ControllerConfig::new("test-session")
 }
 
+/// An agent whose `n`th step (counted from 1) is `step(n)`.
+fn numbered_steps<S: Into<Step>>(mut step: impl FnMut(i32) -> S + Send + 'static) -> ScriptedAgent {
+    let mut n = 0;
+    ScriptedAgent::from_fn(move |_, _| {
+        n += 1;
+        step(n)
+    })
+}
+
+/// Runs `agent` on `stream` with `config` until the controller ends the run.
+async fn run_to_end(
+    stream: &EventStream,
+    agent: Box<dyn crate::agent::Agent>,
+    config: ControllerConfig,
+) -> State {
+    Controller::new(stream.clone(), agent, config)
+        .run()
+        .await
+        .unwrap()
+}
+
 /// `type` or `type:state` for state changes, per event.
 fn kinds(stream: &EventStream) -> Vec<String> {
     stream
@@ -116,6 +137,14 @@ fn kinds(stream: &EventStream) -> Vec<String> {
             }) => format!("state:{}", x.agent_state),
             other => other.type_name().to_string(),
         })
+        .collect()
+}
+
+/// The agent states the run went through, in order.
+fn states_entered(stream: &EventStream) -> Vec<String> {
+    state_changes(stream)
+        .into_iter()
+        .map(|(state, _)| state)
         .collect()
 }
 
@@ -174,10 +203,7 @@ async fn a_scripted_run_goes_to_finished() {
         message("found it", false),
         finish(),
     ]));
-    let state = Controller::new(stream.clone(), agent, config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, agent, config()).await;
 
     assert_eq!(state.agent_state, AgentState::Finished);
     assert_eq!(state.iteration, 4);
@@ -215,19 +241,12 @@ async fn a_scripted_run_goes_to_finished() {
 async fn the_iteration_limit_ends_the_run_in_error_with_the_reference_text() {
     let stream = stream_with_task();
     let _runtime = fake_runtime(&stream, echo);
-    let mut n = 0;
-    let agent = ScriptedAgent::from_fn(move |_, _| {
-        n += 1;
-        run(&format!("echo {n}"))
-    });
+    let agent = numbered_steps(|n| run(&format!("echo {n}")));
     let config = ControllerConfig {
         max_iterations: 3,
         ..config()
     };
-    let state = Controller::new(stream.clone(), Box::new(agent), config)
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config).await;
 
     let text =
         "RuntimeError: Agent reached maximum iteration. Current iteration: 3, max iteration: 3";
@@ -248,9 +267,7 @@ async fn the_iteration_limit_ends_the_run_in_error_with_the_reference_text() {
 async fn the_budget_limit_ends_the_run_in_error() {
     let stream = stream_with_task();
     let _runtime = fake_runtime(&stream, echo);
-    let mut n = 0;
-    let agent = ScriptedAgent::from_fn(move |_, _| {
-        n += 1;
+    let agent = numbered_steps(|n| {
         let cost = 0.4 * f64::from(n);
         let mut action = run(&format!("echo {n}"));
         action.llm_metrics = Some(serde_json::json!({"accumulated_cost": cost}));
@@ -263,10 +280,7 @@ async fn the_budget_limit_ends_the_run_in_error() {
         max_budget_per_task: Some(1.0),
         ..config()
     };
-    let state = Controller::new(stream.clone(), Box::new(agent), config)
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config).await;
 
     assert_eq!(state.agent_state, AgentState::Error);
     assert_eq!(state.iteration, 3);
@@ -294,10 +308,7 @@ async fn run_until_stuck(
         max_iterations: 50,
         ..config()
     };
-    let state = Controller::new(stream.clone(), Box::new(agent), config)
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config).await;
     (state, stream)
 }
 
@@ -353,11 +364,7 @@ async fn the_same_message_three_times_is_a_monologue_even_headless() {
 
 #[tokio::test]
 async fn two_alternating_steps_are_stuck() {
-    let mut n = 0;
-    let agent = ScriptedAgent::from_fn(move |_, _| {
-        n += 1;
-        run(if n % 2 == 0 { "cd .." } else { "cd a" })
-    });
+    let agent = numbered_steps(|n| run(if n % 2 == 0 { "cd .." } else { "cd a" }));
     let (state, _) = run_until_stuck(agent, |_| Some(output("cd", "", 0))).await;
     // Each action also repeats with its observation 4 times ... but never 4 in a row: the
     // alternation is what catches it, after 6 steps.
@@ -387,14 +394,7 @@ async fn similar_but_different_steps_are_not_stuck() {
         message("still working.", false),
     ]);
     script.push(finish());
-    let state = Controller::new(
-        stream.clone(),
-        Box::new(ScriptedAgent::new(script)),
-        config(),
-    )
-    .run()
-    .await
-    .unwrap();
+    let state = run_to_end(&stream, Box::new(ScriptedAgent::new(script)), config()).await;
     assert_eq!(
         state.agent_state,
         AgentState::Finished,
@@ -408,10 +408,7 @@ async fn similar_but_different_steps_are_not_stuck() {
 async fn headless_runs_answer_a_waiting_message_and_go_on() {
     let stream = stream_with_task();
     let agent = ScriptedAgent::new([message("Which file?", true), finish()]);
-    let state = Controller::new(stream.clone(), Box::new(agent), config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config()).await;
 
     assert_eq!(state.agent_state, AgentState::Finished);
     assert_eq!(
@@ -516,8 +513,10 @@ async fn a_paused_run_takes_no_step_until_resumed() {
     let state = run.await.unwrap().unwrap();
     assert_eq!(state.agent_state, AgentState::Finished);
     assert_eq!(state.iteration, 4);
-    let changes: Vec<_> = state_changes(&stream).into_iter().map(|(s, _)| s).collect();
-    assert_eq!(changes, ["running", "paused", "running", "finished"]);
+    assert_eq!(
+        states_entered(&stream),
+        ["running", "paused", "running", "finished"]
+    );
 }
 
 #[tokio::test]
@@ -594,10 +593,7 @@ async fn an_error_observation_from_the_runtime_is_just_the_next_thing_to_react_t
         Some(error)
     });
     let agent = ScriptedAgent::new([run("ls"), finish()]);
-    let state = Controller::new(stream.clone(), Box::new(agent), config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config()).await;
     assert_eq!(state.agent_state, AgentState::Finished);
 }
 
@@ -620,10 +616,7 @@ async fn a_malformed_answer_is_shown_to_the_agent_and_a_fatal_one_ends_the_run()
             _ => unreachable!(),
         }
     });
-    let state = Controller::new(stream.clone(), Box::new(agent), config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config()).await;
     assert_eq!(state.agent_state, AgentState::Error);
     assert_eq!(
         state.last_error.as_deref(),
@@ -817,8 +810,10 @@ async fn a_run_in_error_can_be_resumed_with_a_higher_limit() {
     assert_eq!(state.agent_state, AgentState::Finished);
     assert_eq!(state.iteration, 4);
     assert_eq!(state.last_error, None);
-    let changes: Vec<_> = state_changes(&stream).into_iter().map(|(s, _)| s).collect();
-    assert_eq!(changes, ["running", "error", "running", "finished"]);
+    assert_eq!(
+        states_entered(&stream),
+        ["running", "error", "running", "finished"]
+    );
 }
 
 #[test]
@@ -865,10 +860,7 @@ async fn a_replayed_trajectory_observes_what_the_recording_did() {
         .unwrap();
     let _runtime = fake_runtime(&stream, echo);
     let agent = ReplayAgent::from_events(&recorded);
-    let state = Controller::new(stream.clone(), Box::new(agent), config())
-        .run()
-        .await
-        .unwrap();
+    let state = run_to_end(&stream, Box::new(agent), config()).await;
     assert_eq!(state.agent_state, AgentState::Finished);
     let replayed: Vec<Event> = stream.all().iter().map(|e| (**e).clone()).collect();
     assert_eq!(crate::trajectory::compare(&recorded, &replayed), vec![]);
@@ -932,8 +924,10 @@ async fn a_pause_waits_for_the_step_in_flight_and_a_stop_cancels_it() {
     let state = running.await.unwrap().unwrap();
     assert_eq!(state.agent_state, AgentState::Stopped);
     assert_eq!(state.iteration, 2);
-    let changes: Vec<_> = state_changes(&stream).into_iter().map(|(s, _)| s).collect();
-    assert_eq!(changes, ["running", "paused", "running", "stopped"]);
+    assert_eq!(
+        states_entered(&stream),
+        ["running", "paused", "running", "stopped"]
+    );
     assert_eq!(kinds(&stream).iter().filter(|k| *k == "run").count(), 2);
     assert!(observations_of_type(&stream, "error").is_empty());
 }

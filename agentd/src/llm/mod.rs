@@ -24,6 +24,7 @@ mod record;
 #[cfg(test)]
 mod tests;
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -32,9 +33,7 @@ pub use config::{DEFAULT_BASE_URL, LlmConfig, ToolCalling};
 use error::AttemptError;
 pub use error::{ErrorKind, LlmError};
 pub(crate) use metrics::Metrics;
-pub(crate) use protocol::llm::{
-    ChatRequest, ChatResponse, Content, ContentPart, Message, Role, Tool,
-};
+pub(crate) use protocol::llm::{ChatRequest, ChatResponse, Content, Message, Role, Tool};
 use record::{CompletionLog, RequestDump};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
@@ -147,24 +146,16 @@ impl Llm {
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| LlmError::config(format!("cannot build the HTTP client: {e}")))?;
-        let dump = match &config.dump_requests_folder {
-            Some(dir) => Some(RequestDump::open(dir).map_err(|e| {
-                LlmError::config(format!(
-                    "cannot use {} for request dumps: {e}",
-                    dir.display()
-                ))
-            })?),
-            None => None,
-        };
-        let log = match &config.log_completions_folder {
-            Some(dir) => Some(CompletionLog::open(dir).map_err(|e| {
-                LlmError::config(format!(
-                    "cannot use {} for completion logs: {e}",
-                    dir.display()
-                ))
-            })?),
-            None => None,
-        };
+        let dump = open_folder(
+            &config.dump_requests_folder,
+            "request dumps",
+            RequestDump::open,
+        )?;
+        let log = open_folder(
+            &config.log_completions_folder,
+            "completion logs",
+            CompletionLog::open,
+        )?;
         let tool_calling = config.effective_tool_calling();
         tracing::debug!(model = %config.model, %url, ?tool_calling, "LLM client ready");
         Ok(Llm {
@@ -502,20 +493,25 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     number("retry-after").and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 
+/// `open` of `folder` when one is configured; `purpose` names it in the error.
+fn open_folder<T, E: std::fmt::Display>(
+    folder: &Option<PathBuf>,
+    purpose: &str,
+    open: impl FnOnce(&Path) -> Result<T, E>,
+) -> Result<Option<T>, LlmError> {
+    folder
+        .as_deref()
+        .map(|dir| {
+            open(dir).map_err(|e| {
+                LlmError::config(format!("cannot use {} for {purpose}: {e}", dir.display()))
+            })
+        })
+        .transpose()
+}
+
 /// A content's text (the text parts, joined).
 pub(crate) fn text_of(content: Option<&Content>) -> String {
-    match content {
-        None => String::new(),
-        Some(Content::Text(text)) => text.clone(),
-        Some(Content::Parts(parts)) => parts
-            .iter()
-            .filter_map(|p| match p {
-                ContentPart::Text { text } => Some(text.as_str()),
-                ContentPart::ImageUrl { .. } => None,
-            })
-            .collect::<Vec<_>>()
-            .join(""),
-    }
+    content.map_or_else(String::new, |content| content.text_joined(""))
 }
 
 /// A prompted answer as a native assistant message.

@@ -278,18 +278,12 @@ pub(crate) fn to_prompted(messages: &[Message], tools: &[Tool], example: bool) -
     for message in messages {
         match message.role {
             Role::System => {
-                let mut content = message
-                    .content
-                    .clone()
-                    .unwrap_or(Content::Text(String::new()));
+                let mut content = content_of(message);
                 append_text(&mut content, &suffix);
                 out.push(plain_message(Role::System, content));
             }
             Role::User => {
-                let mut content = message
-                    .content
-                    .clone()
-                    .unwrap_or(Content::Text(String::new()));
+                let mut content = content_of(message);
                 if first_user {
                     first_user = false;
                     if let Some(example) = &example {
@@ -303,10 +297,7 @@ pub(crate) fn to_prompted(messages: &[Message], tools: &[Tool], example: bool) -
                 for call in calls {
                     names.insert(&call.id, &call.function.name);
                 }
-                let mut content = message
-                    .content
-                    .clone()
-                    .unwrap_or(Content::Text(String::new()));
+                let mut content = content_of(message);
                 if !calls.is_empty() {
                     let rendered: Vec<String> = calls.iter().map(render_tool_call).collect();
                     append_call_text(&mut content, &rendered.join("\n\n"));
@@ -325,16 +316,21 @@ pub(crate) fn to_prompted(messages: &[Message], tools: &[Tool], example: bool) -
                     })
                     .unwrap_or("function");
                 let prefix = format!("EXECUTION RESULT of [{name}]:\n");
-                let mut content = message
-                    .content
-                    .clone()
-                    .unwrap_or(Content::Text(String::new()));
+                let mut content = content_of(message);
                 prepend_text(&mut content, &prefix);
                 out.push(plain_message(Role::User, content));
             }
         }
     }
     out
+}
+
+/// A copy of `message`'s content; an empty text when it has none.
+fn content_of(message: &Message) -> Content {
+    message
+        .content
+        .clone()
+        .unwrap_or(Content::Text(String::new()))
 }
 
 fn plain_message(role: Role, content: Content) -> Message {

@@ -672,13 +672,9 @@ async fn completions_are_logged_and_requests_dumped() {
             serde_json::from_slice(&std::fs::read(dump.join(name)).unwrap()).unwrap();
         assert_eq!(&dumped, sent, "{name}");
     }
-    let mut files: Vec<_> = std::fs::read_dir(&logs)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = testkit::sorted_paths(&logs);
     assert_eq!(files.len(), 2);
-    let first: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    let first = testkit::read_json(&files[0]);
     assert_eq!(first["messages"], requests[0]["messages"]);
     assert_eq!(first["kwargs"]["stop"], json!(["</function"]));
     assert_eq!(

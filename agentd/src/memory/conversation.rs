@@ -669,17 +669,7 @@ fn response_text(response: &ChatResponse) -> String {
 
 /// The text of a content: its text, or its text parts joined by newlines.
 pub(crate) fn content_text(content: &Content) -> String {
-    match content {
-        Content::Text(text) => text.clone(),
-        Content::Parts(parts) => parts
-            .iter()
-            .filter_map(|p| match p {
-                ContentPart::Text { text } => Some(text.as_str()),
-                ContentPart::ImageUrl { .. } => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
+    content.text_joined("\n")
 }
 
 /// The key of the model response behind a tool call: its id, or the call's id when the

@@ -16,14 +16,20 @@ const RECORDED: &str = r#"[
         {"id": 3, "source": "agent", "action": "finish", "args": {"final_thought": "done"}}
     ]"#;
 
+/// [`RECORDED`] with each `(from, to)` of `changes` replaced.
+fn recorded_with(changes: &[(&str, &str)]) -> Vec<Event> {
+    let json = changes
+        .iter()
+        .fold(RECORDED.to_owned(), |json, (from, to)| {
+            json.replace(from, to)
+        });
+    events(&json)
+}
+
 #[test]
 fn the_same_outcome_on_another_host_is_no_difference() {
     let recorded = events(RECORDED);
-    let replayed = events(
-        &RECORDED
-            .replace("\"pid\": 7", "\"pid\": 9")
-            .replace("h1", "h2"),
-    );
+    let replayed = recorded_with(&[("\"pid\": 7", "\"pid\": 9"), ("h1", "h2")]);
     assert_eq!(compare(&recorded, &replayed), vec![]);
     assert_eq!(task(&recorded).as_deref(), Some("say hi"));
     assert_eq!(agent_actions(&recorded).len(), 2);
@@ -47,11 +53,10 @@ fn the_same_cell_output_from_another_interpreter_is_no_difference() {
 #[test]
 fn other_content_or_exit_code_is_reported() {
     let recorded = events(RECORDED);
-    let replayed = events(
-        &RECORDED
-            .replace("\"content\": \"hi\"", "\"content\": \"ho\"")
-            .replace("\"exit_code\": 0", "\"exit_code\": 1"),
-    );
+    let replayed = recorded_with(&[
+        ("\"content\": \"hi\"", "\"content\": \"ho\""),
+        ("\"exit_code\": 0", "\"exit_code\": 1"),
+    ]);
     let diffs = compare(&recorded, &replayed);
     assert_eq!(diffs.len(), 1);
     assert_eq!(diffs[0].step, 0);

@@ -3,17 +3,13 @@
 //! every request, so the tests can check what the model was shown.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use agentd::trajectories as trajectory;
 use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use serde_json::{Value, json};
 use testkit::{FakeLlm, Reply};
-
-fn workspace_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The `[llm]` settings of every run: native tool calling (the fake model's name is in no
 /// list), and fast retries (the defaults wait 8 s and more, so a test whose script runs out
@@ -33,9 +29,7 @@ async fn run(
     let config_path = dir.join("agentd.toml");
     let config = format!("{TEST_LLM}{config}");
     std::fs::write(&config_path, config).unwrap();
-    let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_dir().join("target/debug/sandboxd"));
+    let sandboxd = testkit::sandboxd_binary("debug");
     tokio::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
         .args([
             "run",
@@ -65,6 +59,12 @@ async fn run(
         .output()
         .await
         .unwrap()
+}
+
+/// The output of a run, which must have succeeded.
+fn succeeded(out: Output) -> Output {
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
 }
 
 fn stderr(output: &Output) -> String {
@@ -154,21 +154,22 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     let native_dir = dir.path().join("native");
     std::fs::create_dir(&native_dir).unwrap();
     let dumps = native_dir.join("requests");
-    let out = run(
-        &native_dir,
-        &workspace,
-        &native,
-        "Write hello.py and run it.",
-        "",
-        &[
-            "--tool-calling",
-            "native",
-            "--dump-requests",
-            dumps.to_str().unwrap(),
-        ],
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(
+        run(
+            &native_dir,
+            &workspace,
+            &native,
+            "Write hello.py and run it.",
+            "",
+            &[
+                "--tool-calling",
+                "native",
+                "--dump-requests",
+                dumps.to_str().unwrap(),
+            ],
+        )
+        .await,
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), PROGRAM);
     let native_events = session_events(&native_dir);
 
@@ -213,13 +214,9 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     );
     assert!(text(&messages[5]).contains("exit code 0"), "{last}");
     // --dump-requests wrote each request as sent.
-    let mut dumped: Vec<PathBuf> = std::fs::read_dir(&dumps)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    dumped.sort();
+    let dumped = testkit::sorted_paths(&dumps);
     assert_eq!(dumped.len(), 3);
-    let dumped_last: Value = serde_json::from_slice(&std::fs::read(&dumped[2]).unwrap()).unwrap();
+    let dumped_last = testkit::read_json(&dumped[2]);
     assert_eq!(&dumped_last, last);
 
     // The same session with prompted tool calling.
@@ -248,16 +245,17 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     .await;
     let prompted_dir = dir.path().join("prompted");
     std::fs::create_dir(&prompted_dir).unwrap();
-    let out = run(
-        &prompted_dir,
-        &workspace,
-        &prompted,
-        "Write hello.py and run it.",
-        "",
-        &["--tool-calling", "prompted"],
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(
+        run(
+            &prompted_dir,
+            &workspace,
+            &prompted,
+            "Write hello.py and run it.",
+            "",
+            &["--tool-calling", "prompted"],
+        )
+        .await,
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), PROGRAM);
     let prompted_events = session_events(&prompted_dir);
 
@@ -322,8 +320,7 @@ async fn several_calls_in_one_answer_run_in_order_and_their_results_follow_the_o
         Reply::tool_calls([("finish", json!({"message": "ok"}))]),
     ])
     .await;
-    let out = run(dir.path(), dir.path(), &fake, "echo twice", "", &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(run(dir.path(), dir.path(), &fake, "echo twice", "", &[]).await);
 
     let requests = fake.requests();
     let messages = requests[1]["messages"].as_array().unwrap();
@@ -357,8 +354,7 @@ async fn a_rate_limited_call_is_retried_and_the_run_goes_on() {
         Reply::tool_calls([("finish", json!({"message": "ok"}))]),
     ])
     .await;
-    let out = run(dir.path(), dir.path(), &fake, "finish", "", &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = succeeded(run(dir.path(), dir.path(), &fake, "finish", "", &[]).await);
     assert_eq!(fake.requests().len(), 2);
     let err = stderr(&out);
     assert!(err.contains("RateLimitError"), "{err}");
@@ -377,8 +373,7 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
         Reply::tool_calls([("finish", json!({"message": "ok"}))]),
     ])
     .await;
-    let out = run(dir.path(), dir.path(), &fake, "recover", "", &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(run(dir.path(), dir.path(), &fake, "recover", "", &[]).await);
 
     let events = session_events(dir.path());
     let errors: Vec<&str> = events
@@ -423,16 +418,17 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
         prompted_call("", "finish", &[("message", "ok")]),
     ])
     .await;
-    let out = run(
-        dir.path(),
-        dir.path(),
-        &fake,
-        "recover",
-        "",
-        &["--tool-calling", "prompted"],
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(
+        run(
+            dir.path(),
+            dir.path(),
+            &fake,
+            "recover",
+            "",
+            &["--tool-calling", "prompted"],
+        )
+        .await,
+    );
     let events = session_events(dir.path());
     assert!(events.iter().any(|e| matches!(e,
         Event::Observation(o) if matches!(o.kind, ObservationKind::Error(_)) && o.content.contains("cmd"))));
@@ -497,8 +493,7 @@ async fn the_llm_summarizing_condenser_records_a_summary_and_the_model_then_sees
     })
     .await;
     let config = "[condenser]\ntype = \"llm\"\nkeep_first = 2\nmax_size = 10\n";
-    let out = run(dir.path(), dir.path(), &fake, "count", config, &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(run(dir.path(), dir.path(), &fake, "count", config, &[]).await);
 
     let events = session_events(dir.path());
     let condensation = events
@@ -562,8 +557,7 @@ async fn a_prompt_over_the_context_window_is_condensed_and_the_run_goes_on() {
     ])
     .await;
     let config = "[condenser]\ntype = \"recent\"\nkeep_first = 2\nmax_events = 100\n";
-    let out = run(dir.path(), dir.path(), &fake, "count", config, &[]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(run(dir.path(), dir.path(), &fake, "count", config, &[]).await);
 
     let types: Vec<&str> = session_events(dir.path())
         .iter()

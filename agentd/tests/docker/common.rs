@@ -1,37 +1,18 @@
 //! Shared set-up for the Docker tests: the sandbox image (built once per run from the base that
 //! `images/base/build.sh` imports) and sandboxes that are removed even when a test fails.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use agentd::docker::DEFAULT_BASE_IMAGE;
 use agentd::docker::Owner;
 use agentd::docker::ensure_sandbox_image;
 use agentd::docker::{DockerHost, SandboxConfig, SandboxContainer};
 use client::{ObservationExt, SandboxClient};
 use tokio::sync::OnceCell;
 
-/// The base image; `AGENTD_TEST_BASE` overrides.
-pub fn base_image() -> String {
-    std::env::var("AGENTD_TEST_BASE").unwrap_or_else(|_| DEFAULT_BASE_IMAGE.to_string())
-}
+#[path = "../support/binaries.rs"]
+mod binaries;
 
-/// The sandboxd put into images: `AGENTD_SANDBOXD_BIN` (CI: the static build), else this
-/// workspace's debug build.
-pub fn sandboxd_binary() -> PathBuf {
-    std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
-        })
-}
-
-/// The agentd binary under test.
-pub fn agentd() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
-    command.env("AGENTD_SANDBOXD_BIN", sandboxd_binary());
-    command
-}
+pub use binaries::{agentd, base_image, sandboxd_binary};
 
 static IMAGE: OnceCell<String> = OnceCell::const_new();
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use protocol::{Event, EventSource, ObservationKind};
 use sandbox_common::ProcStat;
@@ -18,9 +18,7 @@ fn workspace_dir() -> PathBuf {
 /// The agentd binary with a private sessions directory and a Python that has ipykernel.
 fn agentd(sessions: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
-    let sandboxd = std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_dir().join("target/debug/sandboxd"));
+    let sandboxd = testkit::sandboxd_binary("debug");
     command
         .env("AGENTD_SESSIONS_DIR", sessions)
         .env("AGENTD_SANDBOXD_BIN", sandboxd)
@@ -28,6 +26,23 @@ fn agentd(sessions: &Path) -> Command {
         .env_remove("AGENTD_RUNTIME")
         .env_remove("AGENTD_CONFIG");
     command
+}
+
+/// `parent/name`, created.
+fn new_dir(parent: &Path, name: &str) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    dir
+}
+
+/// Asserts that a run exited with 0, showing its stderr if not.
+fn assert_exited_0(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A script file of agent actions.
@@ -49,6 +64,18 @@ fn scripted_run(dir: &Path, actions: &Value, extra: &[&str]) -> Command {
         .arg("--workspace")
         .arg(dir);
     command
+}
+
+/// Runs the script `actions` with `extra` arguments in a new directory; the run must exit with
+/// 1 and end in `error`, its last error containing `reason`.
+fn assert_scripted_run_fails_with(actions: Vec<Value>, extra: &[&str], reason: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = scripted_run(dir.path(), &Value::Array(actions), extra)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let error = final_error(&dir.path().join("sessions"));
+    assert!(error.contains(reason), "{error}");
 }
 
 /// The last error of the one session in `sessions`, which must have ended in `error`.
@@ -125,12 +152,7 @@ fn record(runtime: &str, dir: &Path, workspace: &Path, extra: &[&str]) -> PathBu
         .args(extra)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exited_0(&out);
     // --json: one event per line, the same the log holds.
     let printed = String::from_utf8(out.stdout).unwrap();
     assert!(
@@ -165,8 +187,7 @@ fn replay(
 #[test]
 fn a_run_records_a_trajectory_that_replays_identically() {
     let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
+    let workspace = new_dir(dir.path(), "ws");
     let trajectory = record("local", dir.path(), &workspace, &[]);
     let events = agentd::trajectories::load(&trajectory).unwrap();
     assert_consistent(&events);
@@ -182,8 +203,7 @@ fn a_run_records_a_trajectory_that_replays_identically() {
     assert!(ipython.contains("HELLO"), "{ipython}");
 
     // Replayed in a fresh workspace: the same observations, exit status 0.
-    let again = dir.path().join("ws2");
-    std::fs::create_dir(&again).unwrap();
+    let again = new_dir(dir.path(), "ws2");
     std::fs::write(
         &trajectory,
         std::fs::read_to_string(&trajectory).unwrap().replace(
@@ -197,8 +217,7 @@ fn a_run_records_a_trajectory_that_replays_identically() {
     assert!(stderr.contains("replay matches the recording"), "{stderr}");
 
     // A recording that saw something else: reported, exit status 3.
-    let third = dir.path().join("ws3");
-    std::fs::create_dir(&third).unwrap();
+    let third = new_dir(dir.path(), "ws3");
     let text = std::fs::read_to_string(&trajectory)
         .unwrap()
         .replace(&again.display().to_string(), &third.display().to_string())
@@ -215,16 +234,14 @@ fn a_run_records_a_trajectory_that_replays_identically() {
 #[test]
 fn a_trajectory_replays_the_same_on_docker_as_on_local() {
     let dir = tempfile::tempdir().unwrap();
-    let local_ws = dir.path().join("local");
-    std::fs::create_dir(&local_ws).unwrap();
+    let local_ws = new_dir(dir.path(), "local");
     let recorded = record("local", dir.path(), &local_ws, &[]);
     // The docker sandbox mounts its workspace at /workspace: point the recording there.
     let text = std::fs::read_to_string(&recorded)
         .unwrap()
         .replace(&local_ws.display().to_string(), "/workspace");
     std::fs::write(&recorded, text).unwrap();
-    let docker_ws = dir.path().join("docker");
-    std::fs::create_dir(&docker_ws).unwrap();
+    let docker_ws = new_dir(dir.path(), "docker");
     std::os::unix::fs::chown(&docker_ws, Some(1000), Some(1000)).unwrap();
     let (status, stderr) = replay(
         &dir.path().join("sessions-docker"),
@@ -240,13 +257,17 @@ fn a_trajectory_replays_the_same_on_docker_as_on_local() {
     );
 }
 
-/// A script whose second command runs for a minute, so a test can act while it does.
-fn sleeper() -> Value {
-    json!([
+/// Spawns a run in `dir` whose second command runs for a minute, and returns it while that
+/// command runs, so a test can act meanwhile.
+fn spawn_sleeper(dir: &Path) -> Child {
+    let actions = json!([
         {"action": "run", "args": {"command": "echo ready"}},
         {"action": "run", "args": {"command": "sleep 60"}},
         {"action": "finish", "args": {}}
-    ])
+    ]);
+    let command = scripted_run(dir, &actions, &["--json"]);
+    // message, running, run, observation, run(sleep) printed: sleep is executing.
+    spawn_until(command, 5)
 }
 
 /// Spawns a run and returns it once `lines` events were printed.
@@ -316,12 +337,7 @@ fn a_run_killed_with_sigkill_resumes_with_nothing_lost_or_repeated() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exited_0(&out);
     let (_, events) = session_events(&sessions);
     assert_eq!(
         &events[..before.len()],
@@ -355,49 +371,29 @@ fn a_run_killed_with_sigkill_resumes_with_nothing_lost_or_repeated() {
 
 #[test]
 fn the_iteration_limit_stops_the_run_in_the_error_state() {
-    let dir = tempfile::tempdir().unwrap();
-    let sessions = dir.path().join("sessions");
     let actions: Vec<Value> = (0..5)
         .map(|i| json!({"action": "run", "args": {"command": format!("echo {i}")}}))
         .collect();
-    let out = scripted_run(
-        dir.path(),
-        &Value::Array(actions),
+    assert_scripted_run_fails_with(
+        actions,
         &["--max-iterations", "2"],
-    )
-    .output()
-    .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let error = final_error(&sessions);
-    assert!(
-        error.contains("Agent reached maximum iteration. Current iteration: 2, max iteration: 2"),
-        "{error}"
+        "Agent reached maximum iteration. Current iteration: 2, max iteration: 2",
     );
 }
 
 #[test]
 fn a_looping_agent_is_stopped_as_stuck() {
-    let dir = tempfile::tempdir().unwrap();
-    let sessions = dir.path().join("sessions");
     let actions: Vec<Value> = (0..8)
         .map(|_| json!({"action": "run", "args": {"command": "ls /nonexistent"}}))
         .collect();
-    let out = scripted_run(dir.path(), &Value::Array(actions), &[])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let error = final_error(&sessions);
-    assert!(error.contains("stuck in a loop"), "{error}");
+    assert_scripted_run_fails_with(actions, &[], "stuck in a loop");
 }
 
 #[test]
 fn a_sandbox_killed_mid_action_ends_the_run_with_an_error_observation() {
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
-    let actions = sleeper();
-    let command = scripted_run(dir.path(), &actions, &["--json"]);
-    // message, running, run, observation, run(sleep) printed: sleep is executing.
-    let mut child = spawn_until(command, 5);
+    let mut child = spawn_sleeper(dir.path());
     for pid in children(child.id()) {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
@@ -460,10 +456,7 @@ fn the_shipped_example_replays_cleanly() {
 fn sigterm_stops_a_run_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
-    let actions = sleeper();
-    let command = scripted_run(dir.path(), &actions, &["--json"]);
-    // message, running, run, observation, run(sleep) printed: sleep is executing.
-    let mut child = spawn_until(command, 5);
+    let mut child = spawn_sleeper(dir.path());
     let sandboxd = children(child.id());
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),

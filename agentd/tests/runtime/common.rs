@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agentd::{LocalConfig, Runtime, RuntimeConfig, RuntimeKind};
+use agentd::{LocalConfig, Runtime, RuntimeConfig, RuntimeKind, error_id};
 use protocol::action::{CmdRunArgs, IPythonRunCellArgs};
 use protocol::observation::ErrorExtras;
 use protocol::{Action, ActionKind, Observation, ObservationKind, ToolCallMetadata};
@@ -12,11 +12,7 @@ use sandbox_common::ProcStat;
 /// The sandboxd the local runtime runs: `AGENTD_SANDBOXD_BIN` (as for the other test
 /// binaries), else this workspace's debug build.
 pub fn local_sandboxd() -> PathBuf {
-    let path = std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
-        });
+    let path = testkit::sandboxd_binary("debug");
     assert!(
         path.is_file(),
         "{} is missing: cargo build -p sandboxd",
@@ -100,6 +96,20 @@ pub fn error_id_of(obs: &Observation) -> &str {
         ObservationKind::Error(ErrorExtras { error_id }) => error_id,
         other => panic!("not an error observation: {other:?} {}", obs.content),
     }
+}
+
+/// Awaits `pending`, an action's answer, while `killer` kills the sandbox and says when: the
+/// answer must come within `within` of the kill and say the sandbox died.
+pub async fn answer_to_a_kill(
+    pending: impl Future<Output = Observation>,
+    killer: impl Future<Output = Instant>,
+    within: Duration,
+) -> Observation {
+    let (obs, killed_at) = tokio::join!(pending, killer);
+    let waited = killed_at.elapsed();
+    assert!(waited < within, "answered after {waited:?}");
+    assert_eq!(error_id_of(&obs), error_id::SANDBOX_DIED, "{}", obs.content);
+    obs
 }
 
 /// Runs `command` and returns its output; it must succeed.

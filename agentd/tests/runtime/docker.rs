@@ -9,17 +9,12 @@ use agentd::docker::DEFAULT_BASE_IMAGE;
 use agentd::docker::SandboxConfig;
 use agentd::{Runtime, RuntimeConfig, RuntimeError, RuntimeKind, error_id};
 
-use crate::common::{error_id_of, eventually, metadata, run, sh};
+use crate::common::{answer_to_a_kill, error_id_of, eventually, metadata, run, sh};
 
 /// The sandboxd put into images: `AGENTD_SANDBOXD_BIN` (the static build), else the
 /// workspace's static release build.
 fn image_sandboxd() -> PathBuf {
-    std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/x86_64-unknown-linux-gnu/release/sandboxd")
-        })
+    testkit::sandboxd_binary("x86_64-unknown-linux-gnu/release")
 }
 
 fn config() -> RuntimeConfig {
@@ -27,8 +22,7 @@ fn config() -> RuntimeConfig {
         kind: RuntimeKind::Docker,
         sandboxd_binary: Some(image_sandboxd()),
         docker: SandboxConfig {
-            image: std::env::var("AGENTD_TEST_BASE")
-                .unwrap_or_else(|_| DEFAULT_BASE_IMAGE.to_string()),
+            image: testkit::base_image(DEFAULT_BASE_IMAGE),
             plugins: Vec::new(),
             ..SandboxConfig::default()
         },
@@ -105,10 +99,7 @@ async fn a_container_killed_mid_action_answers_with_an_error_at_once() {
         assert!(killed.status.success(), "{killed:?}");
         Instant::now()
     };
-    let (obs, killed_at) = tokio::join!(pending, killer);
-    let waited = killed_at.elapsed();
-    assert!(waited < Duration::from_secs(5), "answered after {waited:?}");
-    assert_eq!(error_id_of(&obs), error_id::SANDBOX_DIED, "{}", obs.content);
+    let obs = answer_to_a_kill(pending, killer, Duration::from_secs(5)).await;
     assert!(obs.content.contains("container"), "{}", obs.content);
     assert_eq!(obs.cause, Some(41));
 

@@ -1,7 +1,6 @@
 //! Shared set-up: a running `agentd serve` with its own name and state directory; its
 //! containers are removed when it is dropped, even when a test fails.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -13,44 +12,17 @@ use testkit::Daemon;
 pub const KEY_A: &str = "key-of-host-a";
 pub const KEY_B: &str = "key-of-host-b";
 
-/// The sandboxd put into images: `AGENTD_SANDBOXD_BIN` (CI: the static build), else this
-/// workspace's debug build.
-pub fn sandboxd_binary() -> PathBuf {
-    std::env::var_os("AGENTD_SANDBOXD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sandboxd")
-        })
-}
+#[path = "../support/binaries.rs"]
+mod binaries;
 
-/// The base image; `AGENTD_TEST_BASE` overrides.
-pub fn base_image() -> String {
-    std::env::var("AGENTD_TEST_BASE").unwrap_or_else(|_| "sandboxd-base:bookworm".to_string())
-}
+pub use binaries::{agentd, base_image, sandboxd_binary};
 
-/// The agentd binary under test.
-pub fn agentd() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
-    command.env("AGENTD_SANDBOXD_BIN", sandboxd_binary());
-    command
-}
-
-/// How to start a service.
-#[derive(Debug, Clone)]
+/// How to start a service; by default no warm pool, no idle timeout and no extra arguments.
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     pub pool_size: usize,
     pub idle_timeout: f64,
     pub extra: Vec<String>,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            pool_size: 0,
-            idle_timeout: 0.0,
-            extra: Vec::new(),
-        }
-    }
 }
 
 impl Options {

@@ -19,14 +19,29 @@ fn entries(data: &[u8]) -> BTreeMap<String, (Vec<u8>, u32)> {
     out
 }
 
+/// `parent/name`, created with its missing parents, holding `files` (path, content).
+fn dir_with(parent: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = parent.join(name);
+    fs::create_dir_all(&dir).unwrap();
+    for (path, content) in files {
+        fs::write(dir.join(path), content).unwrap();
+    }
+    dir
+}
+
 #[test]
 fn directory_entries_are_relative_to_its_parent() {
     let tmp = tempfile::tempdir().unwrap();
-    let proj = tmp.path().join("proj");
-    fs::create_dir_all(proj.join("src/empty")).unwrap();
-    fs::write(proj.join("README"), "hi").unwrap();
-    fs::write(proj.join("src/main.rs"), "fn main() {}").unwrap();
-    fs::write(proj.join("run.sh"), "#!/bin/sh").unwrap();
+    dir_with(tmp.path(), "proj/src/empty", &[]);
+    let proj = dir_with(
+        tmp.path(),
+        "proj",
+        &[
+            ("README", "hi"),
+            ("src/main.rs", "fn main() {}"),
+            ("run.sh", "#!/bin/sh"),
+        ],
+    );
     fs::set_permissions(proj.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
     let data = zip_for_upload(&proj).unwrap();
     let got = entries(&data);
@@ -49,9 +64,7 @@ fn directory_entries_are_relative_to_its_parent() {
 #[test]
 fn dot_paths_get_the_real_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let proj = tmp.path().join("proj");
-    fs::create_dir(&proj).unwrap();
-    fs::write(proj.join("a"), "a").unwrap();
+    let proj = dir_with(tmp.path(), "proj", &[("a", "a")]);
     let data = zip_for_upload(&proj.join("sub/..").join(".")).unwrap_err();
     // `proj/sub` does not exist, so canonicalising fails: a local I/O error.
     assert!(matches!(data, ClientError::Io { .. }));
@@ -71,11 +84,8 @@ fn a_single_file_is_one_entry() {
 #[test]
 fn links_and_special_files() {
     let tmp = tempfile::tempdir().unwrap();
-    let other = tmp.path().join("other");
-    fs::create_dir(&other).unwrap();
-    fs::write(other.join("o.txt"), "o").unwrap();
-    let proj = tmp.path().join("proj");
-    fs::create_dir(&proj).unwrap();
+    let other = dir_with(tmp.path(), "other", &[("o.txt", "o")]);
+    let proj = dir_with(tmp.path(), "proj", &[]);
     symlink(other.join("o.txt"), proj.join("file_link")).unwrap();
     symlink(&other, proj.join("dir_link")).unwrap();
     symlink(proj.join("missing"), proj.join("dangling")).unwrap();

@@ -6,6 +6,11 @@ fn client(key: Option<&str>) -> SandboxClient {
     SandboxClient::new("http://127.0.0.1:8000", key.map(str::to_owned)).unwrap()
 }
 
+fn assert_method_and_url(request: &reqwest::Request, method: Method, url: &str) {
+    assert_eq!(request.url().as_str(), url);
+    assert_eq!(request.method(), method);
+}
+
 fn body_json(request: &reqwest::Request) -> serde_json::Value {
     let bytes = request.body().and_then(reqwest::Body::as_bytes).unwrap();
     serde_json::from_slice(bytes).unwrap()
@@ -146,11 +151,11 @@ fn endpoints_join_under_the_base_path() {
     let request = c.alive_request(ALIVE_TIMEOUT).unwrap();
     assert_eq!(request.url().as_str(), "http://host:1/sandboxes/abc/alive");
     let request = c.execute_request(&run_action("ls", None)).unwrap();
-    assert_eq!(
-        request.url().as_str(),
-        "http://host:1/sandboxes/abc/execute_action"
+    assert_method_and_url(
+        &request,
+        Method::POST,
+        "http://host:1/sandboxes/abc/execute_action",
     );
-    assert_eq!(request.method(), Method::POST);
 }
 
 #[test]
@@ -337,11 +342,11 @@ fn upload_url_and_form() {
 #[test]
 fn download_url() {
     let request = client(None).download_request("/workspace/up 2").unwrap();
-    assert_eq!(
-        request.url().as_str(),
-        "http://127.0.0.1:8000/download_files?path=%2Fworkspace%2Fup+2"
+    assert_method_and_url(
+        &request,
+        Method::GET,
+        "http://127.0.0.1:8000/download_files?path=%2Fworkspace%2Fup+2",
     );
-    assert_eq!(request.method(), Method::GET);
 }
 
 #[test]

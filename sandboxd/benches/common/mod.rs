@@ -18,6 +18,21 @@ pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// The report's first lines: `title` with the machine's cores (and `detail` after them), then
+/// the column headings over a name column `width` wide.
+pub fn print_heading(title: &str, detail: &str, width: usize) {
+    println!(
+        "{title} ({} cores{detail})",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("{:<width$} {:>9} {:>9}", "", "p50 ms", "p99 ms");
+}
+
+/// A row of the report: `name` in a column `width` wide, the p50 and p99 in ms, then `note`.
+pub fn print_quantiles(width: usize, name: &str, p50: Duration, p99: Duration, note: &str) {
+    println!("{name:<width$} {:>9.3} {:>9.3}{note}", ms(p50), ms(p99));
+}
+
 /// `ok` or `MISSED`, for the target column.
 pub fn verdict(ok: bool) -> &'static str {
     if ok { "ok" } else { "MISSED" }

@@ -479,11 +479,10 @@ impl Editor {
     }
 
     fn str_replace(&self, path: &str, old_str: &str, new_str: &str) -> EditorResult<EditOutcome> {
-        validate_file(path)?;
         let FileText {
             text: content,
             encoding,
-        } = self.read_text(path)?;
+        } = self.read_valid_text(path)?;
 
         let (mut old_str, mut new_str) = (old_str, new_str);
         let mut occurrences = Occurrences::find(&content, old_str);
@@ -536,11 +535,10 @@ impl Editor {
     }
 
     fn insert(&self, path: &str, insert_line: &PyInt, new_str: &str) -> EditorResult<EditOutcome> {
-        validate_file(path)?;
         let FileText {
             text: content,
             encoding,
-        } = self.read_text(path)?;
+        } = self.read_valid_text(path)?;
         let num_lines = count_lines(&content);
         let line = match *insert_line {
             PyInt::Small(line) if (0..=num_lines).contains(&line) => line,
@@ -595,11 +593,10 @@ impl Editor {
     }
 
     fn undo_edit(&self, path: &str) -> EditorResult<EditOutcome> {
-        validate_file(path)?;
         let FileText {
             text: current,
             encoding,
-        } = self.read_text(path)?;
+        } = self.read_valid_text(path)?;
         let previous = self
             .state()
             .pop_history(path)
@@ -618,6 +615,12 @@ impl Editor {
             old: Some(current),
             new: Some(previous),
         })
+    }
+
+    /// [`validate_file`], then [`Self::read_text`]: the text of a file to change.
+    fn read_valid_text(&self, path: &str) -> EditorResult<FileText> {
+        validate_file(path)?;
+        self.read_text(path)
     }
 
     /// `read_file(path)`: the whole file, decoded with its (cached) encoding, universal newlines

@@ -64,6 +64,16 @@ impl Workspace {
             .edit(&self.args::<FileEditArgs>(args), &self.ctx())
     }
 
+    /// The observation of the file action `action` (`read`, `write` or `edit`) with `args`.
+    fn act(&self, action: &str, args: Value) -> Observation {
+        match action {
+            "read" => self.read(args),
+            "write" => self.write(args),
+            "edit" => self.edit(args),
+            other => panic!("not a file action: {other}"),
+        }
+    }
+
     /// Asserts that `obs` serialises to the fixture's response (after `/workspace` substitution).
     fn expect(&self, obs: &Observation, response: &str) {
         let expected: Value = serde_json::from_str(&self.sub(response)).unwrap();
@@ -101,81 +111,126 @@ fn reference_exchanges_in_order() {
     let ws = Workspace::new();
     fs::create_dir(ws.path("sub")).unwrap();
 
-    let obs = ws.write(json!({"path": "hello.sh", "content": "echo \"Hello, World!\""}));
-    ws.expect(&obs, r#"{"message": "I wrote to the file /workspace/hello.sh.", "observation": "write", "content": "", "extras": {"path": "/workspace/hello.sh"}}"#);
-
-    let obs = ws.read(json!({"path": "hello.sh"}));
-    ws.expect(&obs, r#"{"message": "I read the file /workspace/hello.sh.", "observation": "read", "content": "echo \"Hello, World!\"\n", "extras": {"path": "/workspace/hello.sh", "impl_source": "default"}}"#);
-
-    let obs = ws.read(json!({"path": "nope.txt"}));
-    ws.expect(&obs, r#"{"message": "File not found: /workspace/nope.txt. Your current working directory is /workspace.", "observation": "error", "content": "File not found: /workspace/nope.txt. Your current working directory is /workspace.", "extras": {"error_id": ""}}"#);
-
-    let obs = ws.read(json!({"path": "/workspace"}));
-    ws.expect(&obs, r#"{"message": "Path is a directory: /workspace. You can only read files", "observation": "error", "content": "Path is a directory: /workspace. You can only read files", "extras": {"error_id": ""}}"#);
-
-    let obs = ws.read(json!({"path": "hello.sh", "start": 0, "end": 1}));
-    ws.expect(&obs, r#"{"message": "I read the file /workspace/hello.sh.", "observation": "read", "content": "echo \"Hello, World!\"\n", "extras": {"path": "/workspace/hello.sh", "impl_source": "default"}}"#);
-
-    let obs = ws.write(json!({"path": "t2.txt", "content": "a\nb\n"}));
-    ws.expect(&obs, r#"{"message": "I wrote to the file /workspace/t2.txt.", "observation": "write", "content": "", "extras": {"path": "/workspace/t2.txt"}}"#);
-
-    let obs = ws.read(json!({"path": "t2.txt"}));
-    ws.expect(&obs, r#"{"message": "I read the file /workspace/t2.txt.", "observation": "read", "content": "a\nb\n\n", "extras": {"path": "/workspace/t2.txt", "impl_source": "default"}}"#);
-
-    let obs = ws.read(json!({"path": "/workspace/hello.sh", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I read the file /workspace/hello.sh.", "observation": "read", "content": "Here's the result of running `cat -n` on /workspace/hello.sh:\n     1\techo \"Hello, World!\"\n     2\t\n", "extras": {"path": "/workspace/hello.sh", "impl_source": "oh_aci"}}"#);
-
-    let obs = ws
-        .read(json!({"path": "/workspace/t2.txt", "impl_source": "oh_aci", "view_range": [1, 5]}));
-    ws.expect(&obs, r#"{"message": "I read the file /workspace/t2.txt.", "observation": "read", "content": "NOTE: We only show up to 3 since there're only 3 lines in this file.\nHere's the result of running `cat -n` on /workspace/t2.txt:\n     1\ta\n     2\tb\n     3\t\n", "extras": {"path": "/workspace/t2.txt", "impl_source": "oh_aci"}}"#);
-
-    let obs = ws.read(json!({"path": "hello.sh", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I read the file hello.sh.", "observation": "read", "content": "ERROR:\nInvalid `path` parameter: hello.sh. The path should be an absolute path, starting with `/`. Maybe you meant /workspace/hello.sh?", "extras": {"path": "hello.sh", "impl_source": "oh_aci"}}"#);
-
-    let obs = ws.read(json!({"path": "/workspace", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I read the file /workspace.", "observation": "read", "content": "Here's the files and directories up to 2 levels deep in /workspace, excluding hidden items:\n/workspace/\n/workspace/hello.sh\n/workspace/sub/\n/workspace/t2.txt", "extras": {"path": "/workspace", "impl_source": "oh_aci"}}"#);
-
-    let obs = ws.edit(json!({"path": "/workspace/e.txt", "command": "create", "file_text": "line one\nline two\nline one", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "File created successfully at: /workspace/e.txt", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "--- /workspace/e.txt\n+++ /workspace/e.txt\n@@ -1 +1,3 @@\n-\n+line one\n+line two\n+line one", "_diff_cache": null}}"#);
-
-    let obs = ws.edit(json!({"path": "/workspace/e.txt", "command": "create", "file_text": "x", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nInvalid `path` parameter: /workspace/e.txt. File already exists at: /workspace/e.txt. Cannot overwrite files using command `create`.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#);
-
-    let obs = ws.edit(json!({"path": "/workspace/e.txt", "command": "str_replace", "old_str": "line one", "new_str": "L1", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nNo replacement was performed. Multiple occurrences of old_str `line one` in lines [1, 3]. Please ensure it is unique.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": "line one", "new_content": "L1", "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#);
-
-    let obs = ws.edit(json!({"path": "/workspace/e.txt", "command": "str_replace", "old_str": "zzz", "new_str": "L1", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nNo replacement was performed, old_str `zzz` did not appear verbatim in /workspace/e.txt.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": "zzz", "new_content": "L1", "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#);
-
-    let obs = ws.edit(json!({"path": "/workspace/e.txt", "command": "str_replace", "old_str": "line two", "new_str": "LINE 2", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "The file /workspace/e.txt has been edited. Here's the result of running `cat -n` on a snippet of /workspace/e.txt:\n     1\tline one\n     2\tLINE 2\n     3\tline one\nReview the changes and make sure they are as expected. Edit the file again if necessary.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": "line two", "new_content": "LINE 2", "impl_source": "oh_aci", "diff": "--- /workspace/e.txt\n+++ /workspace/e.txt\n@@ -2 +2 @@\n-line two\n+LINE 2", "_diff_cache": null}}"#);
-
-    let obs = ws.edit(json!({"path": "/workspace/e.txt", "command": "insert", "insert_line": 1, "new_str": "inserted", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "The file /workspace/e.txt has been edited. Here's the result of running `cat -n` on a snippet of the edited file:\n     1\tline one\n     2\tinserted\n     3\tLINE 2\n     4\tline one\nReview the changes and make sure they are as expected (correct indentation, no duplicate lines, etc). Edit the file again if necessary.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": "inserted", "impl_source": "oh_aci", "diff": "--- /workspace/e.txt\n+++ /workspace/e.txt\n@@ -1,0 +2 @@\n+inserted", "_diff_cache": null}}"#);
-
-    let obs = ws.edit(json!({"path": "/workspace/e.txt", "command": "insert", "insert_line": 99, "new_str": "x", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nInvalid `insert_line` parameter: 99. It should be within the range of allowed values: [0, 4]", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": "x", "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#);
-
-    let obs = ws
-        .edit(json!({"path": "/workspace/e.txt", "command": "undo_edit", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "Last edit to /workspace/e.txt undone successfully. Here's the result of running `cat -n` on /workspace/e.txt:\n     1\tline one\n     2\tLINE 2\n     3\tline one\n", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "--- /workspace/e.txt\n+++ /workspace/e.txt\n@@ -2 +1,0 @@\n-inserted", "_diff_cache": null}}"#);
-
-    let obs =
-        ws.edit(json!({"path": "/workspace/e.txt", "command": "view", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "Here's the result of running `cat -n` on /workspace/e.txt:\n     1\tline one\n     2\tLINE 2\n     3\tline one\n", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#);
-
-    let obs = ws.edit(json!({"path": "e.txt", "command": "view", "impl_source": "oh_aci"}));
-    ws.expect(&obs, r#"{"message": "I edited the file e.txt.", "observation": "edit", "content": "ERROR:\nInvalid `path` parameter: e.txt. The path should be an absolute path, starting with `/`. Maybe you meant /workspace/e.txt?", "extras": {"path": "e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#);
-
-    let obs = ws.edit(
-        json!({"path": "/workspace/e.txt", "command": "frobnicate", "impl_source": "oh_aci"}),
-    );
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nUnrecognized command frobnicate. The allowed commands for the oh_editor tool are: view, create, str_replace, insert, undo_edit", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#);
-
-    let obs = ws.edit(
-        json!({"path": "/workspace/missing.txt", "command": "view", "impl_source": "oh_aci"}),
-    );
-    ws.expect(&obs, r#"{"message": "I edited the file /workspace/missing.txt.", "observation": "edit", "content": "ERROR:\nInvalid `path` parameter: /workspace/missing.txt. The path /workspace/missing.txt does not exist. Please provide a valid path.", "extras": {"path": "/workspace/missing.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#);
+    let exchanges = [
+        (
+            "write",
+            json!({"path": "hello.sh", "content": "echo \"Hello, World!\""}),
+            r#"{"message": "I wrote to the file /workspace/hello.sh.", "observation": "write", "content": "", "extras": {"path": "/workspace/hello.sh"}}"#,
+        ),
+        (
+            "read",
+            json!({"path": "hello.sh"}),
+            r#"{"message": "I read the file /workspace/hello.sh.", "observation": "read", "content": "echo \"Hello, World!\"\n", "extras": {"path": "/workspace/hello.sh", "impl_source": "default"}}"#,
+        ),
+        (
+            "read",
+            json!({"path": "nope.txt"}),
+            r#"{"message": "File not found: /workspace/nope.txt. Your current working directory is /workspace.", "observation": "error", "content": "File not found: /workspace/nope.txt. Your current working directory is /workspace.", "extras": {"error_id": ""}}"#,
+        ),
+        (
+            "read",
+            json!({"path": "/workspace"}),
+            r#"{"message": "Path is a directory: /workspace. You can only read files", "observation": "error", "content": "Path is a directory: /workspace. You can only read files", "extras": {"error_id": ""}}"#,
+        ),
+        (
+            "read",
+            json!({"path": "hello.sh", "start": 0, "end": 1}),
+            r#"{"message": "I read the file /workspace/hello.sh.", "observation": "read", "content": "echo \"Hello, World!\"\n", "extras": {"path": "/workspace/hello.sh", "impl_source": "default"}}"#,
+        ),
+        (
+            "write",
+            json!({"path": "t2.txt", "content": "a\nb\n"}),
+            r#"{"message": "I wrote to the file /workspace/t2.txt.", "observation": "write", "content": "", "extras": {"path": "/workspace/t2.txt"}}"#,
+        ),
+        (
+            "read",
+            json!({"path": "t2.txt"}),
+            r#"{"message": "I read the file /workspace/t2.txt.", "observation": "read", "content": "a\nb\n\n", "extras": {"path": "/workspace/t2.txt", "impl_source": "default"}}"#,
+        ),
+        (
+            "read",
+            json!({"path": "/workspace/hello.sh", "impl_source": "oh_aci"}),
+            r#"{"message": "I read the file /workspace/hello.sh.", "observation": "read", "content": "Here's the result of running `cat -n` on /workspace/hello.sh:\n     1\techo \"Hello, World!\"\n     2\t\n", "extras": {"path": "/workspace/hello.sh", "impl_source": "oh_aci"}}"#,
+        ),
+        (
+            "read",
+            json!({"path": "/workspace/t2.txt", "impl_source": "oh_aci", "view_range": [1, 5]}),
+            r#"{"message": "I read the file /workspace/t2.txt.", "observation": "read", "content": "NOTE: We only show up to 3 since there're only 3 lines in this file.\nHere's the result of running `cat -n` on /workspace/t2.txt:\n     1\ta\n     2\tb\n     3\t\n", "extras": {"path": "/workspace/t2.txt", "impl_source": "oh_aci"}}"#,
+        ),
+        (
+            "read",
+            json!({"path": "hello.sh", "impl_source": "oh_aci"}),
+            r#"{"message": "I read the file hello.sh.", "observation": "read", "content": "ERROR:\nInvalid `path` parameter: hello.sh. The path should be an absolute path, starting with `/`. Maybe you meant /workspace/hello.sh?", "extras": {"path": "hello.sh", "impl_source": "oh_aci"}}"#,
+        ),
+        (
+            "read",
+            json!({"path": "/workspace", "impl_source": "oh_aci"}),
+            r#"{"message": "I read the file /workspace.", "observation": "read", "content": "Here's the files and directories up to 2 levels deep in /workspace, excluding hidden items:\n/workspace/\n/workspace/hello.sh\n/workspace/sub/\n/workspace/t2.txt", "extras": {"path": "/workspace", "impl_source": "oh_aci"}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "create", "file_text": "line one\nline two\nline one", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "File created successfully at: /workspace/e.txt", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "--- /workspace/e.txt\n+++ /workspace/e.txt\n@@ -1 +1,3 @@\n-\n+line one\n+line two\n+line one", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "create", "file_text": "x", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nInvalid `path` parameter: /workspace/e.txt. File already exists at: /workspace/e.txt. Cannot overwrite files using command `create`.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "str_replace", "old_str": "line one", "new_str": "L1", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nNo replacement was performed. Multiple occurrences of old_str `line one` in lines [1, 3]. Please ensure it is unique.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": "line one", "new_content": "L1", "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "str_replace", "old_str": "zzz", "new_str": "L1", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nNo replacement was performed, old_str `zzz` did not appear verbatim in /workspace/e.txt.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": "zzz", "new_content": "L1", "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "str_replace", "old_str": "line two", "new_str": "LINE 2", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "The file /workspace/e.txt has been edited. Here's the result of running `cat -n` on a snippet of /workspace/e.txt:\n     1\tline one\n     2\tLINE 2\n     3\tline one\nReview the changes and make sure they are as expected. Edit the file again if necessary.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": "line two", "new_content": "LINE 2", "impl_source": "oh_aci", "diff": "--- /workspace/e.txt\n+++ /workspace/e.txt\n@@ -2 +2 @@\n-line two\n+LINE 2", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "insert", "insert_line": 1, "new_str": "inserted", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "The file /workspace/e.txt has been edited. Here's the result of running `cat -n` on a snippet of the edited file:\n     1\tline one\n     2\tinserted\n     3\tLINE 2\n     4\tline one\nReview the changes and make sure they are as expected (correct indentation, no duplicate lines, etc). Edit the file again if necessary.", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": "inserted", "impl_source": "oh_aci", "diff": "--- /workspace/e.txt\n+++ /workspace/e.txt\n@@ -1,0 +2 @@\n+inserted", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "insert", "insert_line": 99, "new_str": "x", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nInvalid `insert_line` parameter: 99. It should be within the range of allowed values: [0, 4]", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": "x", "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "undo_edit", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "Last edit to /workspace/e.txt undone successfully. Here's the result of running `cat -n` on /workspace/e.txt:\n     1\tline one\n     2\tLINE 2\n     3\tline one\n", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "--- /workspace/e.txt\n+++ /workspace/e.txt\n@@ -2 +1,0 @@\n-inserted", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "view", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "Here's the result of running `cat -n` on /workspace/e.txt:\n     1\tline one\n     2\tLINE 2\n     3\tline one\n", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "e.txt", "command": "view", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file e.txt.", "observation": "edit", "content": "ERROR:\nInvalid `path` parameter: e.txt. The path should be an absolute path, starting with `/`. Maybe you meant /workspace/e.txt?", "extras": {"path": "e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/e.txt", "command": "frobnicate", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/e.txt.", "observation": "edit", "content": "ERROR:\nUnrecognized command frobnicate. The allowed commands for the oh_editor tool are: view, create, str_replace, insert, undo_edit", "extras": {"path": "/workspace/e.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#,
+        ),
+        (
+            "edit",
+            json!({"path": "/workspace/missing.txt", "command": "view", "impl_source": "oh_aci"}),
+            r#"{"message": "I edited the file /workspace/missing.txt.", "observation": "edit", "content": "ERROR:\nInvalid `path` parameter: /workspace/missing.txt. The path /workspace/missing.txt does not exist. Please provide a valid path.", "extras": {"path": "/workspace/missing.txt", "prev_exist": false, "old_content": null, "new_content": null, "impl_source": "oh_aci", "diff": "", "_diff_cache": null}}"#,
+        ),
+    ];
+    for (action, args, response) in exchanges {
+        ws.expect(&ws.act(action, args), response);
+    }
 
     // The summary lines at the end of the fixture.
     let obs = ws.write(json!({"path": "/workspace/newdir/deep/f.txt", "content": "x"}));
@@ -382,82 +437,78 @@ fn validation_messages_in_order() {
     fs::write(ws.path("f.txt"), "one\ntwo\nthree\n").unwrap();
     let content = |args: Value| ws.content(&ws.edit(args));
 
-    assert_eq!(
-        content(json!({"path": "nothere.txt", "command": "view"})),
-        "ERROR:\nInvalid `path` parameter: nothere.txt. The path should be an absolute path, starting with `/`."
-    );
-    assert_eq!(
-        content(json!({"path": "./dir//", "command": "view"})),
-        "ERROR:\nInvalid `path` parameter: dir. The path should be an absolute path, starting with `/`. Maybe you meant /workspace/dir?"
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/dir", "command": "str_replace", "old_str": "a"})),
-        "ERROR:\nInvalid `path` parameter: /workspace/dir. The path /workspace/dir is a directory and only the `view` command can be used on directories."
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/doc.PDF", "command": "insert"})),
-        "ERROR:\nInvalid `path` parameter: /workspace/doc.PDF. The path /workspace/doc.PDF points to a binary file (.PDF) and only the `view` command can be used on supported binary files."
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/doc.PDF", "command": "view"})),
-        "ERROR:\nError in converting file to Markdown: converting documents is not supported by sandboxd. Please use Python code to read /workspace/doc.PDF"
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/gone", "command": "bogus"})),
-        "ERROR:\nInvalid `path` parameter: /workspace/gone. The path /workspace/gone does not exist. Please provide a valid path."
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/dir", "command": ""})),
-        "ERROR:\nInvalid `path` parameter: /workspace/dir. The path /workspace/dir is a directory and only the `view` command can be used on directories."
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/f.txt", "command": ""})),
-        "ERROR:\nUnrecognized command . The allowed commands for the oh_editor tool are: view, create, str_replace, insert, undo_edit"
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/new.txt", "command": "create"})),
-        "ERROR:\nParameter `file_text` is required for command: create."
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/f.txt", "command": "str_replace"})),
-        "ERROR:\nParameter `old_str` is required for command: str_replace."
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/f.txt", "command": "insert", "new_str": "x"})),
-        "ERROR:\nParameter `insert_line` is required for command: insert."
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/f.txt", "command": "insert", "insert_line": 0})),
-        "ERROR:\nParameter `new_str` is required for command: insert."
-    );
-    assert_eq!(
-        content(
-            json!({"path": "/workspace/f.txt", "command": "str_replace", "old_str": "one", "new_str": "one"})
+    for (args, expected) in [
+        (
+            json!({"path": "nothere.txt", "command": "view"}),
+            "ERROR:\nInvalid `path` parameter: nothere.txt. The path should be an absolute path, starting with `/`.",
         ),
-        "ERROR:\nInvalid `new_str` parameter: one. No replacement was performed. `new_str` and `old_str` must be different."
-    );
-    assert_eq!(
-        content(
-            json!({"path": "/workspace/f.txt", "command": "insert", "insert_line": "x1", "new_str": "a"})
+        (
+            json!({"path": "./dir//", "command": "view"}),
+            "ERROR:\nInvalid `path` parameter: dir. The path should be an absolute path, starting with `/`. Maybe you meant /workspace/dir?",
         ),
-        "ERROR:\nInvalid insert_line value: 'x1'. Expected an integer."
-    );
-    assert_eq!(
-        content(
-            json!({"path": "/workspace/f.txt", "command": "insert", "insert_line": -1, "new_str": "a"})
+        (
+            json!({"path": "/workspace/dir", "command": "str_replace", "old_str": "a"}),
+            "ERROR:\nInvalid `path` parameter: /workspace/dir. The path /workspace/dir is a directory and only the `view` command can be used on directories.",
         ),
-        "ERROR:\nInvalid `insert_line` parameter: -1. It should be within the range of allowed values: [0, 3]"
-    );
-    assert_eq!(
-        content(
-            json!({"path": "/workspace/f.txt", "command": "insert", "insert_line": "123456789012345678901234567890", "new_str": "a"})
+        (
+            json!({"path": "/workspace/doc.PDF", "command": "insert"}),
+            "ERROR:\nInvalid `path` parameter: /workspace/doc.PDF. The path /workspace/doc.PDF points to a binary file (.PDF) and only the `view` command can be used on supported binary files.",
         ),
-        "ERROR:\nInvalid `insert_line` parameter: 123456789012345678901234567890. It should be within the range of allowed values: [0, 3]"
-    );
-    assert_eq!(
-        content(json!({"path": "/workspace/f.txt", "command": "undo_edit"})),
-        "ERROR:\nNo edit history found for /workspace/f.txt."
-    );
+        (
+            json!({"path": "/workspace/doc.PDF", "command": "view"}),
+            "ERROR:\nError in converting file to Markdown: converting documents is not supported by sandboxd. Please use Python code to read /workspace/doc.PDF",
+        ),
+        (
+            json!({"path": "/workspace/gone", "command": "bogus"}),
+            "ERROR:\nInvalid `path` parameter: /workspace/gone. The path /workspace/gone does not exist. Please provide a valid path.",
+        ),
+        (
+            json!({"path": "/workspace/dir", "command": ""}),
+            "ERROR:\nInvalid `path` parameter: /workspace/dir. The path /workspace/dir is a directory and only the `view` command can be used on directories.",
+        ),
+        (
+            json!({"path": "/workspace/f.txt", "command": ""}),
+            "ERROR:\nUnrecognized command . The allowed commands for the oh_editor tool are: view, create, str_replace, insert, undo_edit",
+        ),
+        (
+            json!({"path": "/workspace/new.txt", "command": "create"}),
+            "ERROR:\nParameter `file_text` is required for command: create.",
+        ),
+        (
+            json!({"path": "/workspace/f.txt", "command": "str_replace"}),
+            "ERROR:\nParameter `old_str` is required for command: str_replace.",
+        ),
+        (
+            json!({"path": "/workspace/f.txt", "command": "insert", "new_str": "x"}),
+            "ERROR:\nParameter `insert_line` is required for command: insert.",
+        ),
+        (
+            json!({"path": "/workspace/f.txt", "command": "insert", "insert_line": 0}),
+            "ERROR:\nParameter `new_str` is required for command: insert.",
+        ),
+        (
+            json!({"path": "/workspace/f.txt", "command": "str_replace", "old_str": "one", "new_str": "one"}),
+            "ERROR:\nInvalid `new_str` parameter: one. No replacement was performed. `new_str` and `old_str` must be different.",
+        ),
+        (
+            json!({"path": "/workspace/f.txt", "command": "insert", "insert_line": "x1", "new_str": "a"}),
+            "ERROR:\nInvalid insert_line value: 'x1'. Expected an integer.",
+        ),
+        (
+            json!({"path": "/workspace/f.txt", "command": "insert", "insert_line": -1, "new_str": "a"}),
+            "ERROR:\nInvalid `insert_line` parameter: -1. It should be within the range of allowed values: [0, 3]",
+        ),
+        (
+            json!({"path": "/workspace/f.txt", "command": "insert", "insert_line": "123456789012345678901234567890", "new_str": "a"}),
+            "ERROR:\nInvalid `insert_line` parameter: 123456789012345678901234567890. It should be within the range of allowed values: [0, 3]",
+        ),
+        (
+            json!({"path": "/workspace/f.txt", "command": "undo_edit"}),
+            "ERROR:\nNo edit history found for /workspace/f.txt.",
+        ),
+    ] {
+        assert_eq!(content(args.clone()), expected, "{args}");
+    }
     let obs = ws.edit(
         json!({"path": "/workspace/f.txt", "command": "view", "impl_source": "llm_based_edit"}),
     );

@@ -137,8 +137,7 @@ async fn no_change_timeout_then_input() {
         ))
     );
     let obs = sb.input("John").await;
-    assert_eq!(content(&obs), "Hello John");
-    assert_eq!(exit_code(&obs), 0);
+    assert_output(&obs, "Hello John");
     assert_eq!(obs["extras"]["command"], json!("John"));
 }
 
@@ -153,8 +152,7 @@ async fn python_interactive_input() {
     assert_eq!(content(&obs), "Enter your age:");
     assert_eq!(meta(&obs, "prefix"), &json!(CONTINUE));
     let obs = sb.input("25").await;
-    assert_eq!(content(&obs), "Hello Alice, you are 25 years old");
-    assert_eq!(exit_code(&obs), 0);
+    assert_output(&obs, "Hello Alice, you are 25 years old");
 }
 
 #[tokio::test]
@@ -323,8 +321,7 @@ async fn a_shell_that_exits_is_replaced() {
     assert_eq!(obs["observation"], json!("run"));
     assert_eq!(exit_code(&obs), 3, "{obs}");
     let obs = sb.run("echo back").await;
-    assert_eq!(content(&obs), "back");
-    assert_eq!(exit_code(&obs), 0);
+    assert_output(&obs, "back");
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use client::{ObservationExt, SandboxClient};
+use client::SandboxClient;
 use protocol::ObservationKind;
 use protocol::action::FileEditArgs;
 
@@ -13,9 +13,7 @@ async fn typed_client_round_trip() {
     let sb = Sandbox::start().await;
     let c = SandboxClient::new(&sb.url, Some(KEY.to_owned())).unwrap();
     c.alive().await.unwrap();
-    let obs = c.run("echo typed", None).await.unwrap();
-    assert_eq!(obs.content, "typed");
-    assert_eq!(obs.exit_code(), Some(0));
+    echo_with(&c, "typed").await;
     let path = format!("{}/t.txt", sb.ws_str());
     c.write(&path, "one\ntwo").await.unwrap();
     let obs = c.read(&path).await.unwrap();
@@ -30,21 +28,12 @@ async fn typed_client_round_trip() {
         "one\n2\n"
     );
     // A directory upload lands as DEST/<dirname>/..., and downloads back.
-    let local = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(local.path().join("proj/src")).unwrap();
-    std::fs::write(local.path().join("proj/src/main.py"), "print(1)\n").unwrap();
-    c.upload_file(&local.path().join("proj"), &sb.ws_str(), true)
-        .await
-        .unwrap();
+    upload_project(&c, &sb.ws_str()).await;
     assert_eq!(
         std::fs::read_to_string(sb.ws.join("proj/src/main.py")).unwrap(),
         "print(1)\n"
     );
-    let zip = c
-        .download_files(&format!("{}/proj", sb.ws_str()))
-        .await
-        .unwrap();
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap();
+    let mut archive = download_zip(&c, &format!("{}/proj", sb.ws_str())).await;
     assert_eq!(archive.len(), 1);
     assert_eq!(archive.by_index(0).unwrap().name().unwrap(), "src/main.py");
     assert!(

@@ -197,6 +197,12 @@ pub fn exit_code(obs: &Value) -> i64 {
     obs["extras"]["metadata"]["exit_code"].as_i64().unwrap()
 }
 
+/// Asserts that a command observation shows `expected` and exit code 0.
+pub fn assert_output(obs: &Value, expected: &str) {
+    assert_eq!(content(obs), expected);
+    assert_eq!(exit_code(obs), 0);
+}
+
 pub fn meta<'a>(obs: &'a Value, key: &str) -> &'a Value {
     &obs["extras"]["metadata"][key]
 }
@@ -212,4 +218,31 @@ pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
 
 pub fn exists(path: impl AsRef<Path>) -> bool {
     path.as_ref().exists()
+}
+
+/// Runs `echo TEXT` with the typed client: it must print `text` and succeed.
+pub async fn echo_with(c: &client::SandboxClient, text: &str) {
+    use client::ObservationExt;
+    let obs = c.run(&format!("echo {text}"), None).await.unwrap();
+    assert_eq!(obs.content, text);
+    assert_eq!(obs.exit_code(), Some(0));
+}
+
+/// Uploads a local directory `proj` holding `src/main.py` into `dest` with the typed client.
+pub async fn upload_project(c: &client::SandboxClient, dest: &str) {
+    let local = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(local.path().join("proj/src")).unwrap();
+    std::fs::write(local.path().join("proj/src/main.py"), "print(1)\n").unwrap();
+    c.upload_file(&local.path().join("proj"), dest, true)
+        .await
+        .unwrap();
+}
+
+/// `path` in the sandbox, downloaded with the typed client as a zip archive.
+pub async fn download_zip(
+    c: &client::SandboxClient,
+    path: &str,
+) -> zip::ZipArchive<std::io::Cursor<Vec<u8>>> {
+    let zip = c.download_files(path).await.unwrap();
+    zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap()
 }

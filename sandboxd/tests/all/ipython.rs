@@ -42,6 +42,18 @@ async fn output(sb: &Sandbox, code: &str) -> String {
         .to_owned()
 }
 
+/// Runs `code` as a cell without extras and the `timeout` sent as is: it must time out, the
+/// notice giving `seconds` as Python prints the float.
+async fn assert_cell_times_out(sb: &Sandbox, code: &str, timeout: Value, seconds: &str) {
+    let obs = sb
+        .act(json!({"action": "run_ipython", "args": {"code": code, "include_extra": false}, "timeout": timeout}))
+        .await;
+    assert_eq!(
+        obs["content"],
+        json!(format!("[Execution timed out ({seconds} seconds).]"))
+    );
+}
+
 fn extra(cwd: &str) -> String {
     format!("\n[Jupyter current working directory: {cwd}]\n[Jupyter Python interpreter: {PYTHON}]")
 }
@@ -188,13 +200,7 @@ async fn a_timed_out_cell_is_interrupted_and_the_kernel_stays_usable() {
     assert_eq!(output(&sb, "kept + 1").await, "42");
     assert!(started.elapsed() < Duration::from_secs(5));
     // A fractional timeout is printed as Python prints the float.
-    let obs = sb
-        .act(json!({"action": "run_ipython", "args": {"code": "while True: pass", "include_extra": false}, "timeout": 0.5}))
-        .await;
-    assert_eq!(
-        obs["content"],
-        json!("[Execution timed out (0.5 seconds).]")
-    );
+    assert_cell_times_out(&sb, "while True: pass", json!(0.5), "0.5").await;
     assert_eq!(output(&sb, "kept").await, "41");
 }
 
@@ -202,13 +208,7 @@ async fn a_timed_out_cell_is_interrupted_and_the_kernel_stays_usable() {
 async fn a_cell_that_ignores_interrupts_gets_a_new_kernel() {
     let sb = start().await;
     let code = "import time\nwhile True:\n    try:\n        time.sleep(60)\n    except KeyboardInterrupt:\n        pass";
-    let obs = sb
-        .act(json!({"action": "run_ipython", "args": {"code": code, "include_extra": false}, "timeout": 1}))
-        .await;
-    assert_eq!(
-        obs["content"],
-        json!("[Execution timed out (1.0 seconds).]")
-    );
+    assert_cell_times_out(&sb, code, json!(1), "1.0").await;
     let content = output(&sb, "print('fresh')").await;
     assert_eq!(
         content,
@@ -429,13 +429,7 @@ async fn the_kernel_runs_as_the_sandbox_user() {
     let content = output(&sb, "open('/root/.secret', 'w')").await;
     assert!(content.contains("PermissionError"), "{content}");
     // Interrupts reach a kernel of another user.
-    let obs = sb
-        .act(json!({"action": "run_ipython", "args": {"code": "import time; time.sleep(30)", "include_extra": false}, "timeout": 1}))
-        .await;
-    assert_eq!(
-        obs["content"],
-        json!("[Execution timed out (1.0 seconds).]")
-    );
+    assert_cell_times_out(&sb, "import time; time.sleep(30)", json!(1), "1.0").await;
     assert_eq!(output(&sb, "'still' + ' here'").await, "'still here'");
 }
 
@@ -478,13 +472,7 @@ async fn a_cell_that_floods_output_still_times_out() {
     let sb = start().await;
     assert_eq!(output(&sb, "1").await, "1");
     let started = Instant::now();
-    let obs = sb
-        .act(json!({"action": "run_ipython", "args": {"code": "while True: print('x' * 100)", "include_extra": false}, "timeout": 1}))
-        .await;
-    assert_eq!(
-        obs["content"],
-        json!("[Execution timed out (1.0 seconds).]")
-    );
+    assert_cell_times_out(&sb, "while True: print('x' * 100)", json!(1), "1.0").await;
     assert!(
         started.elapsed() < Duration::from_secs(8),
         "{:?}",

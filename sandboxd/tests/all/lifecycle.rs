@@ -4,17 +4,26 @@ use serde_json::json;
 
 use crate::common::*;
 
-#[tokio::test]
-async fn as_root_the_shell_and_new_files_belong_to_the_given_user() {
+/// A sandbox whose shell runs as `nobody`; `None` (the test skipped) unless run as root.
+async fn as_nobody() -> Option<Sandbox> {
     if !nix::unistd::geteuid().is_root() {
         eprintln!("skipped: needs root to switch users");
-        return;
+        return None;
     }
-    let sb = Sandbox::with(Options {
-        user: Some("nobody"),
-        ..Options::default()
-    })
-    .await;
+    Some(
+        Sandbox::with(Options {
+            user: Some("nobody"),
+            ..Options::default()
+        })
+        .await,
+    )
+}
+
+#[tokio::test]
+async fn as_root_the_shell_and_new_files_belong_to_the_given_user() {
+    let Some(sb) = as_nobody().await else {
+        return;
+    };
     let obs = sb.run("id -un && id -u").await;
     assert_eq!(content(&obs), "nobody\n65534");
     assert_eq!(meta(&obs, "username"), &json!("nobody"));
@@ -114,15 +123,9 @@ async fn accepts_the_reference_start_command_line() {
 
 #[tokio::test]
 async fn as_root_sandboxd_acts_with_the_users_rights_and_is_out_of_its_reach() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to switch users");
+    let Some(sb) = as_nobody().await else {
         return;
-    }
-    let sb = Sandbox::with(Options {
-        user: Some("nobody"),
-        ..Options::default()
-    })
-    .await;
+    };
     // A directory only root may write to: file actions are the user's, not sandboxd's root.
     let locked = sb.ws.join("locked");
     std::fs::create_dir(&locked).unwrap();

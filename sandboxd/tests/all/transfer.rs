@@ -29,6 +29,14 @@ async fn upload(
     (status, resp.json().await.unwrap())
 }
 
+/// `GET /download_files?path=PATH`.
+async fn download(sb: &Sandbox, path: &str) -> reqwest::Response {
+    sb.request(Method::GET, &format!("/download_files?path={path}"))
+        .send()
+        .await
+        .unwrap()
+}
+
 fn zip_of(entries: &[(&str, &str)]) -> Vec<u8> {
     let mut buf = std::io::Cursor::new(Vec::new());
     let mut zip = zip::ZipWriter::new(&mut buf);
@@ -88,11 +96,7 @@ async fn uploads_downloads_and_listings() {
     assert_eq!(status, 500);
     assert!(!sb.ws.join("escaped.txt").exists());
 
-    let resp = sb
-        .request(Method::GET, &format!("/download_files?path={ws}/up2"))
-        .send()
-        .await
-        .unwrap();
+    let resp = download(&sb, &format!("{ws}/up2")).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "application/zip");
     assert_eq!(
@@ -113,11 +117,7 @@ async fn uploads_downloads_and_listings() {
         (format!("{ws}/missing"), "404: File not found"),
         ("rel".to_owned(), "400: Path must be an absolute path"),
     ] {
-        let resp = sb
-            .request(Method::GET, &format!("/download_files?path={path}"))
-            .send()
-            .await
-            .unwrap();
+        let resp = download(&sb, &path).await;
         assert_eq!(resp.status(), 500);
         assert_eq!(
             resp.json::<Value>().await.unwrap(),

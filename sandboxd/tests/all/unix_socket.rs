@@ -8,7 +8,7 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use client::{ObservationExt, SandboxClient};
+use client::SandboxClient;
 
 use crate::common::*;
 
@@ -48,23 +48,17 @@ async fn the_api_is_served_on_a_unix_socket() {
     assert_eq!(c.target().to_string(), sb.url);
     c.alive().await.unwrap();
     c.server_info().await.unwrap();
-    let obs = c.run("echo over the socket", None).await.unwrap();
-    assert_eq!(obs.content, "over the socket");
-    assert_eq!(obs.exit_code(), Some(0));
+    echo_with(&c, "over the socket").await;
     let file = format!("{}/notes.txt", sb.ws_str());
     c.write(&file, "one\ntwo").await.unwrap();
     assert_eq!(c.read(&file).await.unwrap().content, "one\ntwo\n");
 
     let local = tempfile::tempdir().unwrap();
     std::fs::write(local.path().join("up.txt"), "uploaded\n").unwrap();
-    std::fs::create_dir_all(local.path().join("proj/src")).unwrap();
-    std::fs::write(local.path().join("proj/src/main.py"), "print(1)\n").unwrap();
     c.upload_file(&local.path().join("up.txt"), &sb.ws_str(), false)
         .await
         .unwrap();
-    c.upload_file(&local.path().join("proj"), &sb.ws_str(), true)
-        .await
-        .unwrap();
+    upload_project(&c, &sb.ws_str()).await;
     assert_eq!(
         std::fs::read_to_string(sb.ws.join("up.txt")).unwrap(),
         "uploaded\n"
@@ -77,11 +71,7 @@ async fn the_api_is_served_on_a_unix_socket() {
         c.list_files(Some("proj/src")).await.unwrap(),
         ["main.py".to_owned()]
     );
-    let zip = c
-        .download_files(&format!("{}/proj", sb.ws_str()))
-        .await
-        .unwrap();
-    let archive = zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap();
+    let archive = download_zip(&c, &format!("{}/proj", sb.ws_str())).await;
     assert_eq!(archive.len(), 1);
 
     // The socket is world-writable, so the key is what keeps strangers out.

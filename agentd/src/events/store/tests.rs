@@ -16,6 +16,12 @@ fn stream_of(dir: &Path, n: usize) -> EventStream {
     stream
 }
 
+/// The log file of a stream in `dir` that wrote three user messages and was closed.
+fn closed_log_of_three(dir: &Path) -> PathBuf {
+    drop(stream_of(dir, 3));
+    dir.join(FILE_NAME)
+}
+
 #[test]
 fn a_stream_reads_back_what_it_wrote_and_goes_on_numbering() {
     let dir = tempfile::tempdir().unwrap();
@@ -31,9 +37,7 @@ fn a_stream_reads_back_what_it_wrote_and_goes_on_numbering() {
 #[test]
 fn a_torn_last_write_is_cut_off_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
-    let stream = stream_of(dir.path(), 3);
-    drop(stream);
-    let path = dir.path().join(FILE_NAME);
+    let path = closed_log_of_three(dir.path());
     let whole = std::fs::read(&path).unwrap();
     // Half of a fourth event, as if the process died mid-write.
     let mut torn = whole.clone();
@@ -58,9 +62,7 @@ fn a_torn_last_write_is_cut_off_not_fatal() {
 #[test]
 fn damage_before_the_end_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let stream = stream_of(dir.path(), 3);
-    drop(stream);
-    let path = dir.path().join(FILE_NAME);
+    let path = closed_log_of_three(dir.path());
     let text = std::fs::read_to_string(&path).unwrap();
     let damaged = text.replacen("\"id\":1", "\"id\":7", 1);
     assert_ne!(damaged, text);

@@ -42,6 +42,15 @@ fn ids(view: &View) -> Vec<Option<i64>> {
     view.iter().map(Event::id).collect()
 }
 
+/// The view of `stream`, which must show the events `expected_ids` (`None`: the summary) and
+/// the summary `summary`.
+fn assert_view(stream: &EventStream, expected_ids: &[Option<i64>], summary: &str) -> View {
+    let view = View::from_events(&stream.all());
+    assert_eq!(ids(&view), expected_ids);
+    assert_eq!(view.summary(), Some(summary));
+    view
+}
+
 #[test]
 fn a_history_without_condensations_is_its_own_view_minus_bookkeeping() {
     let stream = stream();
@@ -80,12 +89,11 @@ fn one_condensation_forgets_a_range_and_shows_its_summary_at_its_offset() {
             ..CondensationArgs::default()
         },
     );
-    let view = View::from_events(&stream.all());
-    assert_eq!(
-        ids(&view),
-        [Some(0), None, Some(1), Some(7), Some(8), Some(9), Some(10)]
+    let view = assert_view(
+        &stream,
+        &[Some(0), None, Some(1), Some(7), Some(8), Some(9), Some(10)],
+        "ran echo 2 to echo 6",
     );
-    assert_eq!(view.summary(), Some("ran echo 2 to echo 6"));
     let Event::Observation(summary) = &view.events()[1].as_ref() else {
         panic!("the summary is an observation");
     };
@@ -116,12 +124,11 @@ fn two_condensations_forget_both_sets_and_the_newest_summary_wins() {
             ..CondensationArgs::default()
         },
     );
-    let view = View::from_events(&stream.all());
-    assert_eq!(
-        ids(&view),
-        [Some(0), None, Some(5), Some(7), Some(9), Some(10), Some(12)]
+    assert_view(
+        &stream,
+        &[Some(0), None, Some(5), Some(7), Some(9), Some(10), Some(12)],
+        "second",
     );
-    assert_eq!(view.summary(), Some("second"));
 }
 
 #[test]

@@ -225,6 +225,19 @@ mod generate {
         (0..1 + rng.below(max)).map(|_| rng.pick(pieces)).collect()
     }
 
+    /// The inputs of a randomized test, all drawn from `rng`: `soups` soups of [`SOUP`], then
+    /// `programs` programs made by `program`.
+    pub(super) fn inputs(
+        rng: &mut Rng,
+        soups: usize,
+        programs: usize,
+        mut program: impl FnMut(&mut Rng) -> String,
+    ) -> Vec<String> {
+        let mut inputs: Vec<String> = (0..soups).map(|_| soup(rng, &SOUP, 24)).collect();
+        inputs.extend((0..programs).map(|_| program(rng)));
+        inputs
+    }
+
     /// Shell-ish fragments for random programs. Heredocs are left out: brush's own tokenizer,
     /// which the lexer is compared with, can loop forever on some heredoc soups.
     pub(super) const SOUP: [&str; 43] = [

@@ -3,29 +3,35 @@
 use super::*;
 use std::os::unix::fs::symlink;
 
-fn root_of(dir: &tempfile::TempDir) -> String {
-    dir.path().to_str().unwrap().to_owned()
+/// A temporary directory to list, and its path as text.
+fn temp_root() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap().to_owned();
+    (dir, root)
+}
+
+/// The first line of a listing of `root`.
+fn heading(root: &str) -> String {
+    format!(
+        "Here's the files and directories up to 2 levels deep in {root}, excluding hidden items:"
+    )
 }
 
 #[test]
 fn lists_like_the_reference_fixture() {
-    let dir = tempfile::tempdir().unwrap();
-    let w = root_of(&dir);
+    let (dir, w) = temp_root();
     fs::write(dir.path().join("hello.sh"), "x").unwrap();
     fs::write(dir.path().join("t2.txt"), "x").unwrap();
     fs::create_dir(dir.path().join("sub")).unwrap();
     assert_eq!(
         view_directory(&w).unwrap(),
-        format!(
-            "Here's the files and directories up to 2 levels deep in {w}, excluding hidden items:\n{w}/\n{w}/hello.sh\n{w}/sub/\n{w}/t2.txt"
-        )
+        format!("{}\n{w}/\n{w}/hello.sh\n{w}/sub/\n{w}/t2.txt", heading(&w))
     );
 }
 
 #[test]
 fn hidden_entries_symlinks_and_sort_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let w = root_of(&dir);
+    let (dir, w) = temp_root();
     let p = dir.path();
     fs::create_dir_all(p.join("a/deep/deeper")).unwrap();
     fs::write(p.join("a/x"), "").unwrap();
@@ -52,15 +58,15 @@ fn hidden_entries_symlinks_and_sort_order() {
     assert_eq!(
         out,
         format!(
-            "Here's the files and directories up to 2 levels deep in {w}, excluding hidden items:\n{expected}\n\n2 hidden files/directories in this directory are excluded. You can use 'ls -la {w}' to see them."
+            "{}\n{expected}\n\n2 hidden files/directories in this directory are excluded. You can use 'ls -la {w}' to see them.",
+            heading(&w)
         )
     );
 }
 
 #[test]
 fn symlink_loops_are_errors_not_hangs() {
-    let dir = tempfile::tempdir().unwrap();
-    let w = root_of(&dir);
+    let (dir, w) = temp_root();
     let p = dir.path();
     fs::create_dir(p.join("sub")).unwrap();
     symlink("..", p.join("sub/up")).unwrap();
@@ -85,8 +91,7 @@ fn symlink_loops_are_errors_not_hangs() {
 
 #[test]
 fn long_error_text_is_clipped_with_the_generic_notice() {
-    let dir = tempfile::tempdir().unwrap();
-    let w = root_of(&dir);
+    let (dir, w) = temp_root();
     for i in 0..300 {
         // Each a link to itself: ELOOP, one error line per entry.
         let name = format!("loop_with_a_long_enough_name_{i:04}");
@@ -102,8 +107,7 @@ fn long_error_text_is_clipped_with_the_generic_notice() {
 
 #[test]
 fn long_listings_are_clipped_with_the_directory_notice() {
-    let dir = tempfile::tempdir().unwrap();
-    let w = root_of(&dir);
+    let (dir, w) = temp_root();
     for i in 0..600 {
         fs::write(
             dir.path().join(format!("file_with_a_long_name_{i:04}.txt")),
@@ -113,9 +117,7 @@ fn long_listings_are_clipped_with_the_directory_notice() {
     }
     let out = view_directory(&w).unwrap();
     assert!(out.ends_with(DIRECTORY_TRUNCATED_NOTICE));
-    let header = format!(
-        "Here's the files and directories up to 2 levels deep in {w}, excluding hidden items:\n"
-    );
+    let header = format!("{}\n", heading(&w));
     let body = out.strip_prefix(&header).unwrap();
     let raw_len = body.chars().count() - DIRECTORY_TRUNCATED_NOTICE.chars().count() - 1;
     // 16 000 characters of find output, plus the one '/' added to the root line.

@@ -33,6 +33,15 @@ fn malformed(result: Result<Vec<Action>, AgentError>) -> String {
     }
 }
 
+/// What the model is told about a response whose only call is `call`, which must be malformed.
+fn malformed_call(call: ToolCall) -> String {
+    malformed(response_to_actions(
+        &answer(None, vec![call]),
+        &json!({}),
+        None,
+    ))
+}
+
 #[test]
 fn several_calls_become_several_actions_with_metadata_and_one_thought() {
     let response = json!({"id": "resp-1"});
@@ -137,18 +146,10 @@ fn reasoning_content_is_part_of_the_thought() {
 
 #[test]
 fn bad_calls_are_malformed_with_a_message_for_the_model() {
-    let text = malformed(response_to_actions(
-        &answer(None, vec![call("a", "rm_rf", json!({}))]),
-        &json!({}),
-        None,
-    ));
+    let text = malformed_call(call("a", "rm_rf", json!({})));
     assert!(text.contains("Tool rm_rf is not registered"), "{text}");
 
-    let text = malformed(response_to_actions(
-        &answer(None, vec![call("a", EXECUTE_BASH, json!({}))]),
-        &json!({}),
-        None,
-    ));
+    let text = malformed_call(call("a", EXECUTE_BASH, json!({})));
     assert_eq!(
         text,
         "Missing required argument \"command\" in tool call execute_bash"
@@ -156,11 +157,7 @@ fn bad_calls_are_malformed_with_a_message_for_the_model() {
 
     let mut broken = call("a", EXECUTE_BASH, json!({}));
     broken.function.arguments = "{\"command\": \"ls".to_string();
-    let text = malformed(response_to_actions(
-        &answer(None, vec![broken]),
-        &json!({}),
-        None,
-    ));
+    let text = malformed_call(broken);
     assert!(text.starts_with("Failed to parse the arguments"), "{text}");
 
     for bad in [
@@ -172,37 +169,19 @@ fn bad_calls_are_malformed_with_a_message_for_the_model() {
         json!({"command": "ls", "timeout": 2_592_001}),
         json!({"command": "ls", "is_input": "maybe"}),
     ] {
-        let text = malformed(response_to_actions(
-            &answer(None, vec![call("a", EXECUTE_BASH, bad.clone())]),
-            &json!({}),
-            None,
-        ));
+        let text = malformed_call(call("a", EXECUTE_BASH, bad.clone()));
         assert!(text.starts_with("Invalid argument"), "{bad}: {text}");
     }
-    let text = malformed(response_to_actions(
-        &answer(
-            None,
-            vec![call(
-                "a",
-                EXECUTE_BASH,
-                json!({"command": "ls", "timeout": 1e19}),
-            )],
-        ),
-        &json!({}),
-        None,
+    let text = malformed_call(call(
+        "a",
+        EXECUTE_BASH,
+        json!({"command": "ls", "timeout": 1e19}),
     ));
     assert!(text.contains("from 0 to 2592000 (30 days)"), "{text}");
-    let text = malformed(response_to_actions(
-        &answer(
-            None,
-            vec![call(
-                "a",
-                STR_REPLACE_EDITOR,
-                json!({"command": "view", "path": "/a", "view_range": [1]}),
-            )],
-        ),
-        &json!({}),
-        None,
+    let text = malformed_call(call(
+        "a",
+        STR_REPLACE_EDITOR,
+        json!({"command": "view", "path": "/a", "view_range": [1]}),
     ));
     assert!(text.contains("view_range"), "{text}");
 }

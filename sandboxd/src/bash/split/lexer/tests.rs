@@ -1,6 +1,6 @@
 //! Unit tests of `bash/split/lexer.rs`.
 
-use super::super::generate::{Rng, SOUP, soup, statement};
+use super::super::generate::{Rng, inputs, statement};
 use super::*;
 
 fn kinds_and_values(tokens: &[Token]) -> Vec<(bool, String)> {
@@ -13,13 +13,8 @@ fn kinds_and_values(tokens: &[Token]) -> Vec<(bool, String)> {
 /// The lexer produces the tokens brush-parser's own tokenizer does, wherever that one succeeds.
 #[test]
 fn lexer_matches_brush_tokenizer() {
-    let mut rng = Rng(1234);
     let mut compared = 0;
-    let mut inputs: Vec<String> = (0..20_000).map(|_| soup(&mut rng, &SOUP, 24)).collect();
-    for _ in 0..2000 {
-        inputs.push(statement(&mut rng, 0).0);
-    }
-    for text in inputs {
+    for text in inputs(&mut Rng(1234), 20_000, 2000, |rng| statement(rng, 0).0) {
         let Ok(expected) = brush_parser::uncached_tokenize_str(&text, &Default::default()) else {
             continue;
         };

@@ -2,7 +2,7 @@
 
 use brush_parser::ParserOptions;
 
-use super::super::generate::{Rng, SOUP, soup, statement};
+use super::super::generate::{Rng, inputs, statement};
 use super::super::lexer::{Lexer, Until};
 use super::*;
 
@@ -10,16 +10,14 @@ use super::*;
 /// statements as the grammar does.
 #[test]
 fn scan_agrees_with_the_grammar_on_random_programs() {
-    let mut rng = Rng(42);
     let mut compared = 0;
-    let mut inputs: Vec<String> = (0..30_000).map(|_| soup(&mut rng, &SOUP, 24)).collect();
-    for _ in 0..2000 {
-        let mut program = statement(&mut rng, 0).0;
+    let two_statements = |rng: &mut Rng| {
+        let mut program = statement(rng, 0).0;
         program.push_str(rng.pick(&["\n", "\n\n#c\n", ";\n", " &\n"]));
-        program.push_str(&statement(&mut rng, 0).0);
-        inputs.push(program);
-    }
-    for text in inputs {
+        program.push_str(&statement(rng, 0).0);
+        program
+    };
+    for text in inputs(&mut Rng(42), 30_000, 2000, two_statements) {
         let Ok(tokens) = Lexer::new(&text).tokens(Until::End) else {
             continue;
         };
