@@ -27,11 +27,13 @@
 //! that says so, so a test that makes one call too many fails loudly.
 
 pub mod binaries;
+pub mod connections;
 pub mod daemon;
 pub mod files;
 pub mod fuzz;
 
 pub use binaries::{base_image, sandboxd_binary};
+pub use connections::{assert_closed, hold_connections};
 pub use daemon::Daemon;
 pub use files::{read_json, sorted_paths};
 

@@ -54,21 +54,10 @@ async fn wrong_or_missing_keys_are_refused_everywhere_but_alive() {
 
 #[tokio::test]
 async fn partial_and_silent_connections_are_closed_and_lock_no_caller_out() {
-    use std::io::{Read, Write};
     let service = Service::start(Options::default());
     let addr: std::net::SocketAddr = service.url.trim_start_matches("http://").parse().unwrap();
     // Strangers past their cap (64): half send half a request and wait, half say nothing.
-    let mut held = Vec::new();
-    for i in 0..150 {
-        let mut stream =
-            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-        if i % 2 == 0 {
-            stream
-                .write_all(b"GET /runtimes HTTP/1.1\r\nhost: x\r\n")
-                .unwrap();
-        }
-        held.push(stream);
-    }
+    let mut held = testkit::hold_connections(addr, 150, b"GET /runtimes HTTP/1.1\r\nhost: x\r\n");
     let answer = tokio::time::timeout(
         Duration::from_secs(15),
         service.api(KEY_A).registry_prefix(),
@@ -78,15 +67,7 @@ async fn partial_and_silent_connections_are_closed_and_lock_no_caller_out() {
     assert_eq!(answer.unwrap(), "agentd.local");
     // The first ones are closed at the head deadline (10 s), if not evicted before.
     for stream in held.iter_mut().take(5) {
-        stream
-            .set_read_timeout(Some(Duration::from_secs(15)))
-            .unwrap();
-        let mut buf = [0u8; 16];
-        match stream.read(&mut buf) {
-            Ok(0) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-            other => panic!("not closed: {other:?}"),
-        }
+        testkit::assert_closed(stream, Duration::from_secs(15));
     }
 }
 

@@ -350,7 +350,6 @@ async fn kill_all_kills_the_agents_processes_and_says_how_many() {
 
 #[tokio::test]
 async fn held_and_partial_connections_neither_pile_up_nor_lock_the_agent_out() {
-    use std::io::{Read, Write};
     let sb = Sandbox::with(Options {
         extra_args: [
             "--header-timeout",
@@ -373,17 +372,11 @@ async fn held_and_partial_connections_neither_pile_up_nor_lock_the_agent_out() {
     let before = fds();
     let addr: std::net::SocketAddr = sb.url.trim_start_matches("http://").parse().unwrap();
     // Two hundred connections: half send half a request and wait, half say nothing.
-    let mut held = Vec::new();
-    for i in 0..200 {
-        let mut stream =
-            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-        if i % 2 == 0 {
-            stream
-                .write_all(b"POST /execute_action HTTP/1.1\r\nhost: x\r\ncontent-length: 10")
-                .unwrap();
-        }
-        held.push(stream);
-    }
+    let mut held = testkit::hold_connections(
+        addr,
+        200,
+        b"POST /execute_action HTTP/1.1\r\nhost: x\r\ncontent-length: 10",
+    );
     // The agent is served all the same, and sandboxd holds no more than its cap.
     let started = Instant::now();
     assert_eq!(content(&sb.run("echo served").await), "served");
@@ -399,15 +392,7 @@ async fn held_and_partial_connections_neither_pile_up_nor_lock_the_agent_out() {
     );
     // The first ones, accepted at once, are closed at the head deadline (or evicted sooner).
     for stream in held.iter_mut().take(10) {
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let mut buf = [0u8; 16];
-        match stream.read(&mut buf) {
-            Ok(0) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-            other => panic!("not closed: {other:?}"),
-        }
+        testkit::assert_closed(stream, Duration::from_secs(10));
     }
 }
 
