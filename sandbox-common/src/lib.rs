@@ -17,15 +17,27 @@
 //!   them.
 //! - `timeout`: the range of durations an action or a setting may ask for; agentd refuses a
 //!   model's timeout outside it before sandboxd would.
+//! - `tools`: the sandbox's tools as a model sees them (names, descriptions, schemas) and how a
+//!   call's arguments become an action: the CodeAct agent offers them to its LLM, sandboxd's
+//!   MCP server to any MCP host.
+//! - `render`: the text a model reads of a command's, a cell's or an edit's observation, for
+//!   the same two.
 
 mod egress;
 mod procstat;
 mod random;
+mod render;
 mod timeout;
+mod tools;
 mod truncate;
 
 pub use egress::{DomainRule, DomainRuleError, normalize_host};
 pub use procstat::ProcStat;
 pub use random::{RandomError, random_hex};
+pub use render::{IPYTHON_IMAGE_LINE, render_edit, render_ipython, render_run};
 pub use timeout::{MAX_TIMEOUT_SECONDS, TimeoutError, timeout_duration};
+pub use tools::{
+    EXECUTE_BASH, EXECUTE_IPYTHON_CELL, STR_REPLACE_EDITOR, ToolAction, ToolArgs, ToolCallError,
+    ToolSpec, sandbox_tool_action, sandbox_tools,
+};
 pub use truncate::{MAX_OBSERVATION_CHARS, TRUNCATION_NOTICE, truncate_middle};

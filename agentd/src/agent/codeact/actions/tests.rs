@@ -1,7 +1,9 @@
 //! Unit tests of `agent/codeact/actions.rs`.
 
 use super::*;
+use protocol::action::FileReadSource;
 use protocol::llm::{Content, FunctionCall, Role};
+use sandbox_common::{EXECUTE_BASH, EXECUTE_IPYTHON_CELL, STR_REPLACE_EDITOR};
 use serde_json::json;
 
 fn call(id: &str, name: &str, args: Value) -> ToolCall {
