@@ -163,6 +163,11 @@ impl Executor {
         agent_procs::kill_all(self.shells.agent_processes)
     }
 
+    /// Where the full-output files of commands are.
+    pub(crate) fn output_dir(&self) -> &Path {
+        &self.shells.output_dir
+    }
+
     /// The initial working directory.
     pub(crate) fn working_dir(&self) -> &Path {
         &self.working_dir

@@ -22,6 +22,7 @@ mod executor;
 mod files;
 mod ipython;
 mod listen;
+mod mcp;
 mod observations;
 mod server;
 mod supervise;

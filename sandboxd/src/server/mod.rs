@@ -24,13 +24,15 @@ use crate::executor::Executor;
 use crate::sysinfo::{self, CpuMeter};
 use crate::transfer::{self, TransferError};
 
+mod mcp;
+
 /// The OpenAPI document served at `/openapi.json`.
-const OPENAPI: &str = include_str!("../openapi.json");
+const OPENAPI: &str = include_str!("../../openapi.json");
 
 /// Shared state of the handlers.
 #[derive(Debug)]
 struct AppState {
-    executor: Executor,
+    executor: Arc<Executor>,
     api_key: Option<String>,
     started: Instant,
     last_action: Mutex<Instant>,
@@ -48,8 +50,9 @@ pub(crate) struct Limits {
 
 /// The router with every endpoint.
 pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits) -> Router {
+    let executor = Arc::new(executor);
     let state = Arc::new(AppState {
-        executor,
+        executor: executor.clone(),
         api_key,
         started: Instant::now(),
         last_action: Mutex::new(Instant::now()),
@@ -63,6 +66,7 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
         .route("/update_mcp_server", post(update_mcp_server))
         .route("/processes/kill_all", post(kill_all))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .merge(mcp::routes(executor, limits.max_body_bytes))
         .merge(
             Router::new()
                 .route("/upload_file", post(upload_file))
@@ -189,17 +193,25 @@ async fn authenticate(
     request: Request,
     next: Next,
 ) -> Response {
-    if let Some(expected) = &state.api_key {
-        let given = headers
-            .get("x-session-api-key")
-            .map(HeaderValue::as_bytes)
-            .unwrap_or_default();
-        if !constant_time_eq(given, expected.as_bytes()) {
-            return detail(StatusCode::FORBIDDEN, "Invalid API Key");
-        }
+    if let Some(expected) = &state.api_key
+        && !has_key(&headers, expected)
+    {
+        return detail(StatusCode::FORBIDDEN, "Invalid API Key");
     }
     http_guard::authenticated(request.extensions());
     next.run(request).await
+}
+
+/// Whether the request carries the session key: as `X-Session-API-Key`, or as
+/// `Authorization: Bearer KEY` (what MCP hosts send; the reference's MCP proxy takes it too).
+fn has_key(headers: &HeaderMap, expected: &str) -> bool {
+    let header = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
+    let session = header("x-session-api-key");
+    let bearer = header("authorization").and_then(|v| v.strip_prefix(b"Bearer "));
+    [session, bearer]
+        .into_iter()
+        .flatten()
+        .any(|given| constant_time_eq(given, expected.as_bytes()))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
