@@ -20,10 +20,14 @@
 //! - `tools`: the sandbox's tools as a model sees them (names, descriptions, schemas) and how a
 //!   call's arguments become an action: the CodeAct agent offers them to its LLM, sandboxd's
 //!   MCP server to any MCP host.
+//! - `mcp`: the checks of a stdio MCP server's settings (agentd's `[mcp]`, sandboxd's
+//!   `/update_mcp_server`) and the deadline of every MCP request, for agentd's MCP client and
+//!   sandboxd's MCP proxy.
 //! - `render`: the text a model reads of a command's, a cell's or an edit's observation, for
 //!   the same two.
 
 mod egress;
+mod mcp;
 mod procstat;
 mod random;
 mod render;
@@ -32,6 +36,7 @@ mod tools;
 mod truncate;
 
 pub use egress::{DomainRule, DomainRuleError, normalize_host};
+pub use mcp::{MCP_REQUEST_TIMEOUT, McpServerError, check_stdio_server, mcp_timeout_message};
 pub use procstat::ProcStat;
 pub use random::{RandomError, random_hex};
 pub use render::{IPYTHON_IMAGE_LINE, render_edit, render_ipython, render_run};

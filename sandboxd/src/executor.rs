@@ -18,6 +18,7 @@ use crate::agent_procs;
 use crate::bash::{BashShell, ShellConfig, ShellError};
 use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
+use crate::mcp::{Launch, McpServers};
 use crate::observations;
 use crate::user::RunAs;
 
@@ -67,6 +68,8 @@ pub(crate) struct Executor {
     ipython: IPython,
     /// How kernels are started (kept to start them anew with a caller's environment).
     kernels: IPythonConfig,
+    /// The stdio MCP servers the sandbox runs for its host.
+    mcp: Arc<McpServers>,
 }
 
 impl Executor {
@@ -119,6 +122,7 @@ impl Executor {
             owner,
             ipython,
             kernels,
+            mcp: Arc::default(),
         })
     }
 
@@ -155,6 +159,30 @@ impl Executor {
             self.ipython.boot(self.working_dir.clone());
         }
         Ok(())
+    }
+
+    /// Makes `servers` the sandbox's stdio MCP servers (see [`McpServers::update`]): they run
+    /// as the sandbox user, in its working directory, with its environment under their own.
+    pub(crate) async fn update_mcp_servers(
+        &self,
+        servers: Vec<protocol::api::McpStdioServer>,
+    ) -> Result<String, sandbox_common::McpServerError> {
+        let launch = Launch {
+            run_as: self.shells.run_as.clone(),
+            cwd: self.working_dir.clone(),
+            env: self
+                .shells
+                .env
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+        };
+        self.mcp.update(servers, launch).await
+    }
+
+    /// The stdio MCP servers, for the proxy.
+    pub(crate) fn mcp_servers(&self) -> Arc<McpServers> {
+        self.mcp.clone()
     }
 
     /// Kills every process the agent started except the shells and the kernel (see

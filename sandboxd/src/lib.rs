@@ -15,6 +15,7 @@
 
 mod agent_procs;
 mod bash;
+mod child;
 mod config;
 mod configure;
 mod egress;

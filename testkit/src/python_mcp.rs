@@ -256,3 +256,17 @@ pub fn result_text(result: &serde_json::Value) -> String {
         })
         .unwrap_or_default()
 }
+
+/// The stdio MCP server `python/mcp_server.py NAME` on the venv's Python, as
+/// `/update_mcp_server` and agentd's settings name one.
+pub fn stdio_server(name: &str) -> protocol::api::McpStdioServer {
+    protocol::api::McpStdioServer {
+        name: name.to_owned(),
+        command: mcp_python().to_string_lossy().into_owned(),
+        args: vec![
+            script("mcp_server.py").to_string_lossy().into_owned(),
+            name.to_owned(),
+        ],
+        env: std::collections::BTreeMap::new(),
+    }
+}

@@ -14,7 +14,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use protocol::api::{
-    AliveResponse, ConfigureRequest, ErrorResponse, KillAllResponse, ServerInfo, UploadResponse,
+    AliveResponse, ConfigureRequest, ErrorResponse, KillAllResponse, McpStdioServer, ServerInfo,
+    UpdateMcpServerResponse, UploadResponse,
 };
 use protocol::{Action, ActionType};
 use serde::Deserialize;
@@ -66,7 +67,7 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
         .route("/update_mcp_server", post(update_mcp_server))
         .route("/processes/kill_all", post(kill_all))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
-        .merge(mcp::routes(executor, limits.max_body_bytes))
+        .merge(mcp::routes(&executor, limits.max_body_bytes))
         .merge(
             Router::new()
                 .route("/upload_file", post(upload_file))
@@ -506,24 +507,36 @@ async fn vscode_token() -> axum::Json<Value> {
     axum::Json(serde_json::json!({ "token": null }))
 }
 
-async fn update_mcp_server(body: Bytes) -> Response {
-    match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Array(tools)) => {
-            let log = if tools.is_empty() {
-                String::new()
-            } else {
-                "sandboxd does not run MCP servers; the tools were not started.".to_owned()
-            };
-            axum::Json(serde_json::json!({
-                "detail": "MCP server updated successfully",
-                "router_error_log": log,
-            }))
-            .into_response()
+/// `POST /update_mcp_server`: the list of stdio MCP servers the sandbox runs (see
+/// `crate::mcp::McpServers::update`). A bad list is a 400 that says which entry and why
+/// (the reference answers a bad entry with a bare 500); servers that do not start are named in
+/// `router_error_log`.
+async fn update_mcp_server(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let servers = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(servers)) => servers,
+        _ => {
+            return detail(
+                StatusCode::BAD_REQUEST,
+                "Request must be a list of MCP tools to sync",
+            );
         }
-        _ => detail(
-            StatusCode::BAD_REQUEST,
-            "Request must be a list of MCP tools to sync",
-        ),
+    };
+    let servers: Vec<McpStdioServer> = match serde_json::from_value(Value::Array(servers)) {
+        Ok(servers) => servers,
+        Err(e) => {
+            return detail(
+                StatusCode::BAD_REQUEST,
+                format!("Invalid MCP server entry: {e}"),
+            );
+        }
+    };
+    match state.executor.update_mcp_servers(servers).await {
+        Ok(router_error_log) => axum::Json(UpdateMcpServerResponse {
+            detail: "MCP server updated successfully".to_owned(),
+            router_error_log,
+        })
+        .into_response(),
+        Err(e) => detail(StatusCode::BAD_REQUEST, e.to_string()),
     }
 }
 
