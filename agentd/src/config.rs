@@ -62,6 +62,11 @@
 //! ipython = true              # offer execute_ipython_cell
 //! think = true                # offer think
 //! system_prompt_file = "prompt.md"
+//!
+//! [mcp]                       # MCP servers; keys in crate::mcp::settings
+//! shttp_servers = [{ url = "http://127.0.0.1:8931/mcp", api_key = "...", timeout = 60 }]
+//! sse_servers = ["http://127.0.0.1:9000/sse"]
+//! stdio_servers = [{ name = "fetch", command = "uvx", args = ["mcp-server-fetch"] }]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -69,6 +74,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::llm::LlmConfig;
+use crate::mcp::McpSection;
 use crate::memory::CondenserConfig;
 use crate::runtime::RuntimeKind;
 use crate::runtime::docker::Network;
@@ -126,6 +132,8 @@ pub struct FileConfig {
     /// The CodeAct agent.
     #[serde(default)]
     pub agent: AgentSection,
+    /// The MCP servers whose tools the agent gets.
+    pub mcp: Option<McpSection>,
 }
 
 /// `[agent]`: the CodeAct agent's tools and prompt.

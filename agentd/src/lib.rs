@@ -6,6 +6,8 @@
 //! - `llm`: the client for OpenAI-compatible models; `memory`: the agent's view of its history,
 //!   condensers, and the history as chat messages;
 //! - `runtime`: sandboxes to execute actions in (local process, Docker container, remote);
+//! - `mcp`: the MCP servers a run uses (`[mcp]`), agentd's client of them, and what an `mcp`
+//!   observation says;
 //! - `session`: one headless run wiring them together; `trajectory`: recordings and replay;
 //! - `serve`: the runtime API service (`agentd serve`) that gives other agent hosts sandboxes;
 //! - `config`, `display`: the settings file and live progress of the CLI.
@@ -19,6 +21,7 @@ mod controller;
 mod display;
 mod events;
 mod llm;
+mod mcp;
 mod memory;
 mod runtime;
 mod serve;
@@ -37,6 +40,10 @@ pub use controller::{ControllerError, DEFAULT_MAX_ITERATIONS};
 pub use display::render as render_event;
 pub use events::{EventLogError, EventStream};
 pub use llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
+pub use mcp::{
+    McpFailure, McpHub, McpSection, McpSettings, McpSettingsError, RemoteEntry, RemoteServer,
+    StdioArgs, StdioEntry, StdioEnv,
+};
 pub use runtime::{
     LocalConfig, RemoteApiConfig, Runtime, RuntimeConfig, RuntimeError, RuntimeKind, SandboxDeath,
     error_id,

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::agent::Agent;
 use crate::controller::{Controller, ControllerConfig, ControllerError, ControllerHandle};
 use crate::events::{EventLogError, EventStream};
+use crate::mcp::McpSettings;
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
 use crate::state::{STATE_FILE, State};
 
@@ -63,6 +64,8 @@ pub struct RunSpec {
     pub max_budget: Option<f64>,
     /// Stop the run cleanly (state `stopped`, sandbox closed) on SIGINT or SIGTERM.
     pub stop_on_signals: bool,
+    /// The MCP servers whose tools the agent gets.
+    pub mcp: McpSettings,
 }
 
 /// How a run ended.
@@ -118,6 +121,7 @@ impl ActionTally {
                 }
                 ObservationKind::Run(extras) => extras.metadata.exit_code != 0,
                 ObservationKind::RunIpython(_) | ObservationKind::Write(_) => false,
+                ObservationKind::Mcp(_) => crate::mcp::read_content(&observation.content).failed,
                 _ => continue,
             };
             tally.answered += 1;
@@ -180,7 +184,14 @@ pub async fn run(
         }
     });
 
-    let runtime = Runtime::start(&spec.runtime).await?;
+    let mut runtime = Runtime::start(&spec.runtime).await?;
+    let mut agent = spec.agent;
+    if !spec.mcp.is_empty() {
+        for failure in runtime.connect_mcp(&spec.mcp).await {
+            tracing::warn!("MCP server {} left out: {}", failure.server, failure.reason);
+        }
+        agent.offer_mcp_tools(runtime.mcp_tools());
+    }
     let config = ControllerConfig {
         session_id: spec.session_id.clone(),
         max_iterations: spec.max_iterations,
@@ -188,13 +199,11 @@ pub async fn run(
         session_dir: Some(dir.clone()),
         headless: true,
     };
-    let system = (!spec.resume)
-        .then(|| spec.agent.system_message())
-        .flatten();
+    let system = (!spec.resume).then(|| agent.system_message()).flatten();
     let controller = if spec.resume {
-        Controller::resume(&dir, stream.clone(), spec.agent, config)?
+        Controller::resume(&dir, stream.clone(), agent, config)?
     } else {
-        Controller::new(stream.clone(), spec.agent, config)
+        Controller::new(stream.clone(), agent, config)
     };
     let pending = controller.pending_action();
     let signals = spec

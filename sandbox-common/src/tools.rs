@@ -304,6 +304,11 @@ impl<'a> ToolArgs<'a> {
         ToolArgs { tool, map }
     }
 
+    /// All the arguments, as given.
+    pub fn into_map(self) -> Map<String, Value> {
+        self.map
+    }
+
     /// An argument; `null` counts as absent.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.map.get(name).filter(|v| !v.is_null())

@@ -37,7 +37,7 @@ pub use binaries::{base_image, sandboxd_binary};
 pub use connections::{assert_closed, hold_connections};
 pub use daemon::Daemon;
 pub use files::{read_json, sorted_paths};
-pub use python_mcp::{McpClient, McpTransport, mcp_python, result_text, stdio_server};
+pub use python_mcp::{McpClient, McpTransport, http_server, mcp_python, result_text, stdio_server};
 
 /// The start command line OpenHands' `RemoteRuntime` sends in a runtime API `/start` (docs/protocol.md
 /// §1.1, §9): the interpreter prefix, the server module, port 60000, `/workspace`, the

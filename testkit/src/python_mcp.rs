@@ -270,3 +270,20 @@ pub fn stdio_server(name: &str) -> protocol::api::McpStdioServer {
         env: std::collections::BTreeMap::new(),
     }
 }
+
+/// `python/mcp_server.py NAME` serving on 127.0.0.1 (a free port) over `transport`, its tools
+/// named with `tool_prefix` first; [`crate::Daemon::url`] is its MCP URL (`.../mcp` or
+/// `.../sse`). Killed with its process group when dropped.
+pub fn http_server(name: &str, transport: McpTransport, tool_prefix: &str) -> crate::Daemon {
+    let flag = match transport {
+        McpTransport::StreamableHttp => "--http",
+        McpTransport::Sse => "--sse",
+    };
+    let mut command = Command::new(mcp_python());
+    command
+        .arg(script("mcp_server.py"))
+        .args([name, flag])
+        .env("TOOL_PREFIX", tool_prefix);
+    crate::Daemon::spawn(&mut command, "listening on ")
+        .unwrap_or_else(|e| panic!("the MCP server {name} did not start: {e}"))
+}

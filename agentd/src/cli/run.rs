@@ -9,7 +9,7 @@ use agentd::docker::{SandboxUser, choose_user};
 use agentd::{Agent, ReplayAgent};
 use agentd::{CodeActAgent, CodeActConfig};
 use agentd::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
-use agentd::{FileConfig, default_sessions_dir, new_session_id};
+use agentd::{FileConfig, RemoteEntry, default_sessions_dir, new_session_id};
 use agentd::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
 use agentd::{RunSpec, run_session};
 use agentd::{render_event, trajectories as trajectory};
@@ -122,6 +122,18 @@ pub struct RunArgs {
     /// session reuses it).
     #[arg(long)]
     keep_sandbox: bool,
+    /// An MCP server the host reaches over HTTP with Server-Sent Events (repeatable; added to
+    /// `[mcp] sse_servers`).
+    #[arg(long = "mcp-sse", value_name = "URL")]
+    mcp_sse: Vec<String>,
+    /// An MCP server the host reaches over streamable HTTP (repeatable; added to `[mcp]
+    /// shttp_servers`).
+    #[arg(long = "mcp-shttp", value_name = "URL")]
+    mcp_shttp: Vec<String>,
+    /// A stdio MCP server the sandbox runs, `NAME=COMMAND [ARGS...]` in shell-like words
+    /// (repeatable; added to `[mcp] stdio_servers`).
+    #[arg(long = "mcp-stdio", value_name = "NAME=COMMAND ARGS")]
+    mcp_stdio: Vec<String>,
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -180,6 +192,21 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
     if args.resume.is_none() && task.is_none() {
         return usage("a new run needs --task, --task-file or a --replay trajectory with a task");
     }
+
+    let mut mcp = file.mcp.clone().unwrap_or_default();
+    mcp.sse_servers
+        .extend(args.mcp_sse.iter().cloned().map(RemoteEntry::Url));
+    mcp.shttp_servers
+        .extend(args.mcp_shttp.iter().cloned().map(RemoteEntry::Url));
+    let mcp = args
+        .mcp_stdio
+        .iter()
+        .try_for_each(|text| mcp.add_stdio(text))
+        .and_then(|()| mcp.settings());
+    let mcp = match mcp {
+        Ok(mcp) => mcp,
+        Err(e) => return usage(&e.to_string()),
+    };
 
     let mut runtime = RuntimeConfig {
         kind: args.runtime.or(file.runtime).unwrap_or_default(),
@@ -267,6 +294,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
             .unwrap_or(DEFAULT_MAX_ITERATIONS),
         max_budget: args.max_budget.or(file.max_budget),
         stop_on_signals: true,
+        mcp,
     };
     let json = args.json;
     eprintln!("agentd: session {session_id}");

@@ -45,6 +45,9 @@ use super::view::{View, is_user_message};
 /// their middle. The same limit as sandboxd's cut of command output.
 pub(crate) const DEFAULT_MAX_MESSAGE_CHARS: usize = MAX_OBSERVATION_CHARS;
 
+/// The line that stands for an MCP tool's image when the model has no vision.
+const MCP_IMAGE_LINE: &str = "[An image the tool returned; this model cannot see images]";
+
 /// Turns events into messages.
 #[derive(Debug, Clone)]
 pub(crate) struct ConversationMemory {
@@ -289,6 +292,7 @@ impl ConversationMemory {
                 vec![Part::Text(truncate_content(&text, max).into_owned())]
             }
             ObservationKind::RunIpython(extras) => self.ipython_parts(extras, content),
+            ObservationKind::Mcp(_) => self.mcp_parts(content),
             ObservationKind::Read(_) => vec![Part::Text(content.to_string())],
             ObservationKind::Edit(extras) => {
                 vec![Part::Text(
@@ -318,9 +322,28 @@ impl ConversationMemory {
     }
 
     fn ipython_parts(&self, extras: &IPythonRunCellExtras, content: &str) -> Vec<Part> {
-        let mut text =
-            truncate_content(&render_ipython(content), self.max_message_chars).into_owned();
+        let text = truncate_content(&render_ipython(content), self.max_message_chars).into_owned();
         let urls = extras.image_urls.as_deref().unwrap_or_default();
+        self.with_images(text, urls)
+    }
+
+    /// `mcp`: the result's text, not its JSON (the reference shows the model the JSON, images
+    /// in base64 included); its images as parts of their own when the model has vision, else
+    /// a line each.
+    fn mcp_parts(&self, content: &str) -> Vec<Part> {
+        let read = crate::mcp::read_content(content);
+        let mut text = truncate_content(&read.text, self.max_message_chars).into_owned();
+        if !self.vision {
+            for _ in &read.images {
+                text.push_str(&format!("\n{MCP_IMAGE_LINE}"));
+            }
+        }
+        self.with_images(text, &read.images)
+    }
+
+    /// `text` with the valid `urls` as image parts when the model has vision, and a note on
+    /// those that are not valid.
+    fn with_images(&self, mut text: String, urls: &[String]) -> Vec<Part> {
         if !self.vision || urls.is_empty() {
             return vec![Part::Text(text)];
         }

@@ -252,6 +252,7 @@ async fn tool_call_metadata_is_not_sent_to_sandboxd_but_is_on_the_observation() 
         max_iterations: 10,
         max_budget: None,
         stop_on_signals: false,
+        mcp: Default::default(),
     };
     let outcome = run_session(spec, |_| {}).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);

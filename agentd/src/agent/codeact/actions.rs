@@ -4,11 +4,16 @@
 //! becomes the thought of the first action. An answer without tool calls is a message to the
 //! user that waits for a reply.
 //!
+//! A call of one of the run's MCP tools becomes a `call_tool_mcp` action (its arguments as
+//! they are: the MCP server checks them), with the reference's `message`.
+//!
 //! A call the sandbox cannot run — an unknown tool, arguments that are not a JSON object, a
 //! missing or mistyped argument — is an [`AgentError::Malformed`] whose text tells the model
 //! what to fix; the controller shows it to the model as an `error` observation.
 
-use protocol::action::{FinishArgs, MessageArgs, ThinkArgs};
+use std::collections::HashSet;
+
+use protocol::action::{FinishArgs, McpArgs, MessageArgs, ThinkArgs};
 use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
 use sandbox_common::{ToolAction, ToolArgs, ToolCallError, sandbox_tool_action};
@@ -19,11 +24,13 @@ use crate::agent::AgentError;
 
 /// The actions of one model answer, in the order of its tool calls. `model_response` is the
 /// response as recorded in each action's metadata; `metrics` (the LLM's figures after the
-/// call) goes on the first action only, so a budget counts each call once.
+/// call) goes on the first action only, so a budget counts each call once. `mcp_tools` are
+/// the names of the MCP tools the model was offered.
 pub(crate) fn response_to_actions(
     message: &Message,
     model_response: &Value,
     metrics: Option<Value>,
+    mcp_tools: &HashSet<String>,
 ) -> Result<Vec<Action>, AgentError> {
     let thought = thought(message);
     let calls = message.tool_calls.as_deref().unwrap_or_default();
@@ -37,7 +44,7 @@ pub(crate) fn response_to_actions(
     } else {
         let total = u32::try_from(calls.len()).unwrap_or(u32::MAX);
         for (i, call) in calls.iter().enumerate() {
-            let mut action = call_to_action(call)?;
+            let mut action = call_to_action(call, mcp_tools)?;
             if i == 0 && !thought.is_empty() {
                 set_thought(&mut action.kind, &thought);
             }
@@ -73,6 +80,7 @@ fn set_thought(kind: &mut ActionKind, thought: &str) {
         ActionKind::Read(a) => &mut a.thought,
         ActionKind::Edit(a) => &mut a.thought,
         ActionKind::Finish(a) => &mut a.thought,
+        ActionKind::Mcp(a) => &mut a.thought,
         // `think` already is a thought: the text before it goes in front.
         ActionKind::Think(a) => {
             a.thought = format!("{thought}\n{}", a.thought);
@@ -84,9 +92,19 @@ fn set_thought(kind: &mut ActionKind, thought: &str) {
 }
 
 /// One tool call as an action.
-fn call_to_action(call: &ToolCall) -> Result<Action, AgentError> {
+fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action, AgentError> {
     let name = call.function.name.as_str();
     let args = ToolArgs::parse(name, &call.function.arguments).map_err(malformed)?;
+    if mcp_tools.contains(name) {
+        let arguments = args.into_map();
+        let mut action = Action::from(ActionKind::Mcp(McpArgs {
+            name: name.to_owned(),
+            arguments: arguments.clone(),
+            ..McpArgs::default()
+        }));
+        action.message = Some(crate::mcp::action_message(name, &arguments));
+        return Ok(action);
+    }
     if let Some(action) = sandbox_tool_action(name, &args) {
         let ToolAction { kind, timeout } = action.map_err(malformed)?;
         let mut action = Action::from(kind);
