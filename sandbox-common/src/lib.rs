@@ -9,6 +9,8 @@
 //! - `truncate`: the middle cut of over-long observation text, with its limit and its notice.
 //!   sandboxd cuts command output with it; agentd cuts observations for the LLM with it and
 //!   recognises sandboxd's cut by the notice.
+//! - `pyrepr`: Python's `repr` of a string, which the reference's messages show (sandboxd's
+//!   editor errors, agentd's MCP action messages).
 //! - `random`: random hex from the OS (session keys, HMAC keys, markers, ids).
 //! - `procstat`: the fields of `/proc/PID/stat` we use (state, parent, process group, session,
 //!   terminal foreground group, CPU times, start time), read past the command name's last `)`.
@@ -29,6 +31,7 @@
 mod egress;
 mod mcp;
 mod procstat;
+mod pyrepr;
 mod random;
 mod render;
 mod timeout;
@@ -38,6 +41,7 @@ mod truncate;
 pub use egress::{DomainRule, DomainRuleError, normalize_host};
 pub use mcp::{MCP_REQUEST_TIMEOUT, McpServerError, check_stdio_server, mcp_timeout_message};
 pub use procstat::ProcStat;
+pub use pyrepr::py_repr_str;
 pub use random::{RandomError, random_hex};
 pub use render::{IPYTHON_IMAGE_LINE, render_edit, render_ipython, render_run};
 pub use timeout::{MAX_TIMEOUT_SECONDS, TimeoutError, timeout_duration};

@@ -1,5 +1,6 @@
-//! The one component that owns sandbox state: the bash shell, the editor's history and the
-//! paths actions resolve against. It dispatches each decoded [`Action`] to its family.
+//! The one component that owns sandbox state: the bash shell, the editor's history, the
+//! stdio MCP servers and the paths actions resolve against. It dispatches each decoded
+//! [`Action`] to its family.
 //!
 //! Locking is per resource (docs/protocol.md §11): `run` actions queue on the bash shell only, file
 //! actions run on blocking threads and never wait behind a command, `is_static` commands get a
@@ -218,8 +219,8 @@ impl Executor {
     }
 
     /// Executes one action and returns its observation, with `cause` and `tool_call_metadata`
-    /// taken from the action. Only runnable types other than `call_tool_mcp` may be passed
-    /// (see [`protocol::ActionType::is_runnable`]).
+    /// taken from the action. Only runnable types other than `call_tool_mcp` (which the host
+    /// runs) may be passed (see [`protocol::ActionType::is_runnable`]).
     pub(crate) async fn execute(&self, action: Action) -> Observation {
         let mut obs = if let Some(refusal) = refuse_timeout(&action) {
             refusal

@@ -73,6 +73,51 @@ pub fn mcp_python() -> PathBuf {
     python
 }
 
+/// A directory of wheels of everything in `python/requirements.txt`, for CPython 3.11 on x86-64
+/// Linux (the base image's `python3`): downloaded from PyPI once (beside the venv) with the
+/// venv's pip, so that a sandbox without PyPI can `pip install --no-index --find-links` them.
+pub fn wheelhouse() -> PathBuf {
+    let dir = beside(&venv_dir(), "wheels");
+    let done = dir.join(".complete");
+    if done.is_file() {
+        return dir;
+    }
+    let python = mcp_python();
+    let lock_path = beside(&venv_dir(), "wheels.lock");
+    let lock_file = std::fs::File::create(&lock_path)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", lock_path.display()));
+    let _lock = Flock::lock(lock_file, FlockArg::LockExclusive)
+        .unwrap_or_else(|(_, e)| panic!("cannot lock {}: {e}", lock_path.display()));
+    if done.is_file() {
+        return dir;
+    }
+    run(Command::new(python)
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.11",
+            "--implementation",
+            "cp",
+            "--platform",
+            "manylinux_2_17_x86_64",
+            "--platform",
+            "manylinux2014_x86_64",
+            "--platform",
+            "manylinux_2_28_x86_64",
+            "--dest",
+        ])
+        .arg(&dir)
+        .arg("--requirement")
+        .arg(script("requirements.txt")));
+    std::fs::write(&done, b"").unwrap_or_else(|e| panic!("cannot write {}: {e}", done.display()));
+    dir
+}
+
 fn venv_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("AGENTD_MCP_VENV") {
         return PathBuf::from(dir);

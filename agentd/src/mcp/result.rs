@@ -10,6 +10,7 @@
 //! Also here: the reference's `message` of a `call_tool_mcp` action, which shows the arguments
 //! as a Python dict.
 
+use sandbox_common::py_repr_str;
 use serde_json::{Map, Value};
 
 /// The content of an observation of a call that got `result` (the tool's own error
@@ -90,11 +91,7 @@ impl serde_json::ser::Formatter for PythonFormatter {
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        separator(writer, first)
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(
@@ -102,11 +99,7 @@ impl serde_json::ser::Formatter for PythonFormatter {
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        separator(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(
@@ -133,6 +126,15 @@ impl serde_json::ser::Formatter for PythonFormatter {
             }
         }
         Ok(())
+    }
+}
+
+/// `", "` before every item but the first.
+fn separator<W: ?Sized + std::io::Write>(writer: &mut W, first: bool) -> std::io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        writer.write_all(b", ")
     }
 }
 
@@ -238,7 +240,7 @@ fn python_repr(value: &Value) -> String {
         Value::Bool(true) => "True".to_owned(),
         Value::Bool(false) => "False".to_owned(),
         Value::Number(n) => n.to_string(),
-        Value::String(s) => python_str(s),
+        Value::String(s) => py_repr_str(s),
         Value::Array(items) => format!(
             "[{}]",
             items.iter().map(python_repr).collect::<Vec<_>>().join(", ")
@@ -246,40 +248,11 @@ fn python_repr(value: &Value) -> String {
         Value::Object(map) => format!(
             "{{{}}}",
             map.iter()
-                .map(|(k, v)| format!("{}: {}", python_str(k), python_repr(v)))
+                .map(|(k, v)| format!("{}: {}", py_repr_str(k), python_repr(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     }
-}
-
-/// A string as Python's `repr` writes it: single quotes unless it holds one and no double one.
-fn python_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 #[cfg(test)]

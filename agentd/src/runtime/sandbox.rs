@@ -11,6 +11,10 @@
 //! metadata it is sent, for other clients of the wire protocol; agentd sends it none, so a
 //! request does not grow with the model's response.)
 //!
+//! `call_tool_mcp` is runnable too, but never sent: the runtime calls the MCP tool itself
+//! through its [`McpHub`] (stdio servers run in the sandbox, behind its MCP proxy), and its
+//! `mcp` observation is stamped here like every other.
+//!
 //! A sandbox's death is a value on a watch channel: the local waiter thread or the container
 //! watcher puts it there the moment sandboxd exits, and every pending [`Runtime::execute`]
 //! selects on it, so a dead sandbox answers at once instead of at the HTTP deadline.

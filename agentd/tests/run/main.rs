@@ -126,6 +126,16 @@ fn assert_consistent(events: &[Event]) {
     }
 }
 
+/// The events of a resumed run that exited with `out`: its history, `before`, kept as it was,
+/// and every runnable action answered once.
+fn resumed(out: &std::process::Output, sessions: &Path, before: &[Event]) -> Vec<Event> {
+    assert_exited_0(out);
+    let (_, events) = session_events(sessions);
+    assert_eq!(&events[..before.len()], before, "history was rewritten");
+    assert_consistent(&events);
+    events
+}
+
 const TASK_ACTIONS: &str = r#"[
   {"action": "run", "args": {"command": "echo hello > greeting.txt && cat greeting.txt"}},
   {"action": "run_ipython", "args": {"code": "print(open('greeting.txt').read().upper())"}},
@@ -337,14 +347,7 @@ fn a_run_killed_with_sigkill_resumes_with_nothing_lost_or_repeated() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert_exited_0(&out);
-    let (_, events) = session_events(&sessions);
-    assert_eq!(
-        &events[..before.len()],
-        &before[..],
-        "history was rewritten"
-    );
-    assert_consistent(&events);
+    let events = resumed(&out, &sessions, &before);
     let runs: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
@@ -546,14 +549,7 @@ fn a_run_of_mcp_calls_killed_with_sigkill_resumes_with_one_observation_per_call(
     );
 
     let out = run(&["--resume", "mcp-killed"]).output().unwrap();
-    assert_exited_0(&out);
-    let (_, events) = session_events(&sessions);
-    assert_eq!(
-        &events[..before.len()],
-        &before[..],
-        "history was rewritten"
-    );
-    assert_consistent(&events);
+    let events = resumed(&out, &sessions, &before);
     let calls: Vec<String> = events
         .iter()
         .filter_map(|e| match e {

@@ -10,3 +10,11 @@ mod tools;
 pub(crate) use proxy::{McpServers, ProxyServer};
 pub(crate) use stdio::Launch;
 pub(crate) use tools::SandboxTools;
+
+/// What sandboxd's MCP servers say about themselves: they offer tools.
+fn server_info(name: &str) -> rmcp::model::ServerConfig {
+    use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+    let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+    info.server_info = Implementation::new(name, env!("CARGO_PKG_VERSION"));
+    info
+}

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use protocol::api::McpStdioServer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams, ServerConfig,
+    Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -150,9 +150,7 @@ impl ProxyServer {
 
 impl ServerHandler for ProxyServer {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
-        info.server_info = Implementation::new("sandboxd-mcp-proxy", env!("CARGO_PKG_VERSION"));
-        info
+        super::server_info("sandboxd-mcp-proxy")
     }
 
     async fn list_tools(

@@ -13,9 +13,8 @@ use std::sync::Arc;
 use base64::Engine;
 use protocol::{Action, Observation, ObservationKind};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ResourceContents, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ResourceContents, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -161,8 +160,7 @@ impl SandboxTools {
 
 impl ServerHandler for SandboxTools {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
-        info.server_info = Implementation::new("sandboxd", env!("CARGO_PKG_VERSION"));
+        let mut info = super::server_info("sandboxd");
         info.instructions = Some(
             "A sandbox: a persistent bash shell, an IPython kernel and a file editor on one \
              machine. Commands keep their working directory and environment between calls."

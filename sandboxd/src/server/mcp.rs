@@ -24,7 +24,7 @@ use axum::routing::{get, post};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService, Transport};
-use rmcp::{RoleServer, ServiceExt};
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
@@ -47,20 +47,12 @@ pub(super) fn routes<S: Clone + Send + Sync + 'static>(
 ) -> Router<S> {
     let tools = {
         let executor = executor.clone();
-        StreamableHttpService::new(
-            move || Ok(SandboxTools::new(executor.clone())),
-            Arc::new(session_manager()),
-            config(max_body_bytes),
-        )
+        streamable(move || SandboxTools::new(executor.clone()), max_body_bytes)
     };
     let servers = executor.mcp_servers();
     let proxy = {
         let servers = servers.clone();
-        StreamableHttpService::new(
-            move || Ok(ProxyServer::new(servers.clone())),
-            Arc::new(session_manager()),
-            config(max_body_bytes),
-        )
+        streamable(move || ProxyServer::new(servers.clone()), max_body_bytes)
     };
     let sse = Arc::new(SseSessions {
         servers,
@@ -74,6 +66,18 @@ pub(super) fn routes<S: Clone + Send + Sync + 'static>(
         .route_service("/mcp", tools)
         .route_service("/mcp/proxy", proxy)
         .merge(sse_routes)
+}
+
+/// A streamable-HTTP endpoint whose sessions each get a server from `server`.
+fn streamable<H: ServerHandler>(
+    server: impl Fn() -> H + Send + Sync + 'static,
+    max_body_bytes: usize,
+) -> StreamableHttpService<H, LocalSessionManager> {
+    StreamableHttpService::new(
+        move || Ok(server()),
+        Arc::new(session_manager()),
+        config(max_body_bytes),
+    )
 }
 
 fn session_manager() -> LocalSessionManager {

@@ -306,7 +306,8 @@ fn decode_action(value: Value) -> Result<Action, ActionError> {
     let Some(kind) = ActionType::ALL.into_iter().find(|t| t.as_str() == name) else {
         return Err(ActionError::Undefined(name));
     };
-    // Runnable, except `call_tool_mcp`: there is no MCP client here (see `is_runnable`).
+    // Runnable, except `call_tool_mcp`: the host calls MCP tools itself (see `is_runnable`);
+    // the stdio servers it runs here are reached through `/mcp/proxy`.
     if !kind.is_runnable() || kind == ActionType::Mcp {
         return Err(ActionError::NotExecutable(name));
     }
