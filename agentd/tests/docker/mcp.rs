@@ -53,13 +53,13 @@ async fn an_mcp_host_uses_a_container_and_its_stdio_servers_run_as_the_sandbox_u
     }
     sandbox
         .client
-        .upload_file(&bundle, "/tmp", true)
+        .upload_file(&bundle, "/home/openhands", true)
         .await
         .unwrap();
     let installed = tools.call(
         "execute_bash",
         json!({
-            "command": "python3 -m venv /tmp/mcpenv && /tmp/mcpenv/bin/pip install -q --no-index --find-links /tmp/mcp/wheels -r /tmp/mcp/requirements.txt && echo installed",
+            "command": "python3 -m venv /home/openhands/mcpenv && /home/openhands/mcpenv/bin/pip install -q --no-index --find-links /home/openhands/mcp/wheels -r /home/openhands/mcp/requirements.txt && echo installed",
             "timeout": 300
         }),
     );
@@ -70,8 +70,8 @@ async fn an_mcp_host_uses_a_container_and_its_stdio_servers_run_as_the_sandbox_u
 
     let server = protocol::api::McpStdioServer {
         name: "demo".into(),
-        command: "/tmp/mcpenv/bin/python".into(),
-        args: vec!["/tmp/mcp/mcp_server.py".into(), "demo".into()],
+        command: "/home/openhands/mcpenv/bin/python".into(),
+        args: vec!["/home/openhands/mcp/mcp_server.py".into(), "demo".into()],
         env: [("DEMO_ENV".to_owned(), "set".to_owned())].into(),
     };
     let answer = sandbox.client.update_mcp_servers(&[server]).await.unwrap();

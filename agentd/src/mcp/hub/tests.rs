@@ -49,3 +49,28 @@ fn a_key_goes_in_the_three_headers_the_reference_sends() {
     assert_eq!(headers["x-session-api-key"], "k");
     assert!(key_headers(None).is_empty());
 }
+
+/// A server that takes the connection and never answers costs the run 30 s, not more (time
+/// is paused here, so the test does not wait them).
+#[tokio::test(start_paused = true)]
+async fn a_server_that_never_answers_is_left_out_after_the_deadline() {
+    // Connections queue in the backlog of a listener nobody accepts on.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let settings = McpSettings {
+        shttp_servers: vec![RemoteServer {
+            url: url.clone(),
+            api_key: None,
+            timeout: Duration::from_secs(60),
+        }],
+        ..McpSettings::default()
+    };
+    let started = tokio::time::Instant::now();
+    let (hub, failures) =
+        McpHub::connect(Endpoint::remote(&settings, &reqwest::Client::new())).await;
+    assert!(hub.tools().is_empty());
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].reason, mcp_timeout_message(MCP_REQUEST_TIMEOUT));
+    assert_eq!(started.elapsed(), MCP_REQUEST_TIMEOUT);
+    drop(listener);
+}
