@@ -15,10 +15,13 @@
 //! - `egress`: domain rules of a sandbox's egress policy (`example.com:443`, `*.pypi.org`):
 //!   agentd parses them from settings, sandboxd's filtering proxy matches connections against
 //!   them.
+//! - `modes`: the first arguments that select sandboxd's hidden modes agentd starts it in
+//!   (the local sandbox's keeper, the egress proxy).
 //! - `timeout`: the range of durations an action or a setting may ask for; agentd refuses a
 //!   model's timeout outside it before sandboxd would.
 
 mod egress;
+pub mod modes;
 mod procstat;
 mod random;
 mod timeout;

@@ -5,6 +5,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Hidden mode: the subreaper parent of a local sandboxd (see `sandboxd::keep_if_requested`).
+    if let Some(code) = sandboxd::keep_if_requested() {
+        return code;
+    }
     // Hidden mode used to start the shell as the sandbox user (see `sandboxd::exec_as_if_requested`).
     if let Some(error) = sandboxd::exec_as_if_requested() {
         eprintln!("sandboxd: {error}");

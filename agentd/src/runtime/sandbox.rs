@@ -149,7 +149,8 @@ impl Runtime {
         &self.client
     }
 
-    /// The pid of the local runtime's sandboxd (also its process group id).
+    /// The pid of the local runtime's sandboxd keeper, sandboxd's parent (also the process
+    /// group id of both).
     pub fn pid(&self) -> Option<u32> {
         match &self.backend {
             Backend::Local(local) => Some(local.pid()),
