@@ -16,6 +16,7 @@
 //! pids = 512
 //! network = "none"
 //! read_only = true
+//! disk = "10g"               # the most a sandbox may write; "none": no limit
 //! uid = "4321:4321"          # the sandbox user; default: the workspace's owner
 //! allow_root = false         # refuse sandboxes as root (a root-owned workspace)
 //! sudo = false               # the sandbox user may not sudo (sudo says why)
@@ -165,6 +166,8 @@ pub struct DockerSection {
     pub host_ports: Option<Vec<u16>>,
     /// Read-only root file system.
     pub read_only: Option<bool>,
+    /// The most a sandbox may write (`10g`; `none`: no limit). Default 10g.
+    pub disk: Option<String>,
     /// The sandbox user, `UID` or `UID:GID` (default: the workspace's owner).
     pub uid: Option<String>,
     /// Allow sandboxes that run as root (default false: refused).

@@ -96,7 +96,8 @@ pub struct ActionTally {
     pub answered: usize,
     /// Of those: `error` observations, `read`/`edit` errors, commands that exited non-zero.
     pub failed: usize,
-    /// Of the failures: those that say permission was denied.
+    /// Of the failures: those that say permission was denied (a read-only file system
+    /// included: the place may not be written either way).
     pub denied: usize,
 }
 
@@ -123,8 +124,13 @@ impl ActionTally {
             tally.answered += 1;
             if failed {
                 tally.failed += 1;
-                if observation.content.contains("Permission denied")
-                    || observation.content.contains("Operation not permitted")
+                if [
+                    "Permission denied",
+                    "Operation not permitted",
+                    "Read-only file system",
+                ]
+                .iter()
+                .any(|text| observation.content.contains(text))
                 {
                     tally.denied += 1;
                 }

@@ -17,7 +17,7 @@ use anyhow::Context;
 use clap::Args;
 use protocol::{Action, Event};
 
-use super::{parse_bytes, set};
+use super::{DiskSize, parse_bytes, set};
 
 /// Exit status of a command line that cannot work.
 const USAGE: u8 = 2;
@@ -105,6 +105,9 @@ pub struct RunArgs {
     /// root needs to install packages); default off: sudo says the policy forbids it.
     #[arg(long, env = "AGENTD_SUDO")]
     sudo: bool,
+    /// Docker runtime: the most the sandbox may write, e.g. 10g (the default), or `none`.
+    #[arg(long, env = "AGENTD_DISK", value_name = "SIZE|none")]
+    disk: Option<DiskSize>,
     /// Remote runtime: sandboxd's URL.
     #[arg(long, env = "SANDBOX_URL")]
     remote_url: Option<String>,
@@ -216,6 +219,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     docker.allow_root = args.allow_root || file.docker.allow_root.unwrap_or(false);
     docker.sudo = args.sudo || file.docker.sudo.unwrap_or(false);
+    if let Some(DiskSize(bytes)) =
+        DiskSize::from_flag_or_file(args.disk, file.docker.disk.as_deref())?
+    {
+        docker.disk_bytes = bytes;
+    }
     if runtime.kind == RuntimeKind::Docker {
         // Refused before the session exists: a sandbox that could not write its workspace, or
         // one as root against the policy, would fail every action of the run.
