@@ -15,17 +15,21 @@
 //! - `egress`: domain rules of a sandbox's egress policy (`example.com:443`, `*.pypi.org`):
 //!   agentd parses them from settings, sandboxd's filtering proxy matches connections against
 //!   them.
+//! - `shell`: quoting a string as one bash word (sandboxd's set-up line, agentd's workspace
+//!   commands).
 //! - `timeout`: the range of durations an action or a setting may ask for; agentd refuses a
 //!   model's timeout outside it before sandboxd would.
 
 mod egress;
 mod procstat;
 mod random;
+mod shell;
 mod timeout;
 mod truncate;
 
 pub use egress::{DomainRule, DomainRuleError, normalize_host};
 pub use procstat::ProcStat;
 pub use random::{RandomError, random_hex};
+pub use shell::shell_quote;
 pub use timeout::{MAX_TIMEOUT_SECONDS, TimeoutError, timeout_duration};
 pub use truncate::{MAX_OBSERVATION_CHARS, TRUNCATION_NOTICE, truncate_middle};
