@@ -497,6 +497,12 @@ async fn set_up_repository(
     })
 }
 
+/// Whether the file at `path` in the sandbox can be read (the reference's test for the setup
+/// and pre-commit scripts).
+async fn readable(runtime: &Runtime, path: &str) -> bool {
+    matches!(microagents::read(runtime, path).await, Ok(Some(_)))
+}
+
 /// Sources `.openhands/setup.sh` of `root` once, recorded as a hidden `run` from the
 /// environment with its observation. A failing script is logged; the run goes on.
 async fn run_setup_script(
@@ -505,7 +511,7 @@ async fn run_setup_script(
     root: &str,
 ) -> Result<(), WorkspaceError> {
     let path = microagents::join(root, SETUP_SCRIPT);
-    if !matches!(microagents::read(runtime, &path).await, Ok(Some(_))) {
+    if !readable(runtime, &path).await {
         return Ok(());
     }
     tracing::info!(script = %path, "running the workspace's setup script");
@@ -538,7 +544,7 @@ async fn install_pre_commit_hook(
     mask: &SecretMask,
 ) -> Result<(), WorkspaceError> {
     let script = microagents::join(root, PRE_COMMIT_SCRIPT);
-    if !matches!(microagents::read(runtime, &script).await, Ok(Some(_))) {
+    if !readable(runtime, &script).await {
         return Ok(());
     }
     let is_repository = runtime

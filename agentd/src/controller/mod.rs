@@ -73,24 +73,38 @@ pub(crate) const BACK_ON_TRACK: &str = "Let's get back on track. If you experien
 /// OpenHands' default iteration limit.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 500;
 
-/// The agent's last runnable action if no observation answers it yet: after a restart, the
-/// runtime must execute it (again) before the run can go on. Reads back from the newest event
-/// to the agent's newest action.
-pub(crate) fn pending_action(stream: &EventStream) -> Option<Arc<Event>> {
+/// Walks the history back from the newest event until `decide` decides on an action:
+/// `decide(event, action, answered)` (`answered`: an observation after it has its id as
+/// `cause`) returns `Some(result)` to stop with `result`, `None` to look further back.
+fn walk_back<T>(
+    stream: &EventStream,
+    mut decide: impl FnMut(&Arc<Event>, &Action, bool) -> Option<Option<T>>,
+) -> Option<T> {
     let mut answered = Vec::new();
     let mut id = stream.latest_id()?;
     while id >= 0 {
         let event = stream.get(id)?;
         match &*event {
             Event::Observation(o) => answered.extend(o.cause),
-            Event::Action(a) if a.source == Some(EventSource::Agent) => {
-                return (a.kind.is_runnable() && !answered.contains(&id)).then_some(event);
+            Event::Action(a) => {
+                if let Some(result) = decide(&event, a, answered.contains(&id)) {
+                    return result;
+                }
             }
-            Event::Action(_) => {}
         }
         id -= 1;
     }
     None
+}
+
+/// The agent's last runnable action if no observation answers it yet: after a restart, the
+/// runtime must execute it (again) before the run can go on. Reads back from the newest event
+/// to the agent's newest action.
+pub(crate) fn pending_action(stream: &EventStream) -> Option<Arc<Event>> {
+    walk_back(stream, |event, action, answered| {
+        (action.source == Some(EventSource::Agent))
+            .then(|| (action.kind.is_runnable() && !answered).then(|| event.clone()))
+    })
 }
 
 /// What a resumed run's history ends with that recall still owes.
@@ -105,26 +119,17 @@ enum Unanswered {
 /// Looks back from the newest event to the last user message or agent action: a user message
 /// that got no `recall` action, or a `recall` action that got no answer.
 fn unanswered_recall(stream: &EventStream) -> Option<Unanswered> {
-    let mut answered = Vec::new();
-    let mut id = stream.latest_id()?;
-    while id >= 0 {
-        let event = stream.get(id)?;
-        match &*event {
-            Event::Observation(o) => answered.extend(o.cause),
-            Event::Action(a) if a.source == Some(EventSource::Agent) => return None,
-            Event::Action(a) => match &a.kind {
-                ActionKind::Recall(_) if a.source == Some(EventSource::User) => {
-                    return (!answered.contains(&id)).then(|| Unanswered::Recall(event.clone()));
-                }
-                ActionKind::Message(_) if a.source == Some(EventSource::User) => {
-                    return Some(Unanswered::Message(event.clone()));
-                }
-                _ => {}
-            },
+    walk_back(stream, |event, action, answered| {
+        let from_user = action.source == Some(EventSource::User);
+        match &action.kind {
+            _ if action.source == Some(EventSource::Agent) => Some(None),
+            ActionKind::Recall(_) if from_user => {
+                Some((!answered).then(|| Unanswered::Recall(event.clone())))
+            }
+            ActionKind::Message(_) if from_user => Some(Some(Unanswered::Message(event.clone()))),
+            _ => None,
         }
-        id -= 1;
-    }
-    None
+    })
 }
 
 /// How a controller runs.

@@ -90,15 +90,19 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// The events of the one session in `dir/sessions`.
-fn session_events(dir: &Path) -> Vec<Event> {
-    let sessions = dir.join("sessions");
-    let session = std::fs::read_dir(&sessions)
+/// The directory of the one session in `dir/sessions`.
+fn session_dir(dir: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(dir.join("sessions"))
         .unwrap()
         .next()
         .unwrap()
-        .unwrap();
-    std::fs::read_to_string(session.path().join("events.jsonl"))
+        .unwrap()
+        .path()
+}
+
+/// The events of the one session in `dir/sessions`.
+fn session_events(dir: &Path) -> Vec<Event> {
+    std::fs::read_to_string(session_dir(dir).join("events.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -106,12 +110,7 @@ fn session_events(dir: &Path) -> Vec<Event> {
 }
 
 fn state(dir: &Path) -> Value {
-    let session = std::fs::read_dir(dir.join("sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    serde_json::from_slice(&std::fs::read(session.path().join("state.json")).unwrap()).unwrap()
+    serde_json::from_slice(&std::fs::read(session_dir(dir).join("state.json")).unwrap()).unwrap()
 }
 
 /// The roles of a recorded request's messages, in order.

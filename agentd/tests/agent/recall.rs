@@ -9,7 +9,7 @@ use protocol::{Action, ActionKind, Event, EventSource, Observation, ObservationK
 use serde_json::{Value, json};
 use testkit::{FakeLlm, Reply};
 
-use super::{run, run_with_env, session_events, state, stderr, succeeded, text};
+use super::{run, run_with_env, session_dir, session_events, state, stderr, succeeded, text};
 
 /// The headless run's automatic reply (OpenHands' `auto_continue_response`).
 const AUTO_CONTINUE: &str = "Please continue on whatever approach you think is suitable.\nIf you think you have solved the task, please finish the interaction.\nIMPORTANT: YOU SHOULD NEVER ASK FOR HUMAN RESPONSE.\n";
@@ -21,20 +21,16 @@ fn write(path: &Path, text: &str) {
 
 /// The `recall` actions and observations of a session, in order.
 fn recalls(events: &[Event]) -> (Vec<&Action>, Vec<&Observation>) {
-    let actions = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Action(a) if matches!(a.kind, ActionKind::Recall(_)) => Some(a),
-            _ => None,
-        })
-        .collect();
-    let observations = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Observation(o) if matches!(o.kind, ObservationKind::Recall(_)) => Some(o),
-            _ => None,
-        })
-        .collect();
+    let (mut actions, mut observations) = (Vec::new(), Vec::new());
+    for event in events {
+        match event {
+            Event::Action(a) if matches!(a.kind, ActionKind::Recall(_)) => actions.push(a),
+            Event::Observation(o) if matches!(o.kind, ObservationKind::Recall(_)) => {
+                observations.push(o);
+            }
+            _ => {}
+        }
+    }
     (actions, observations)
 }
 
@@ -286,12 +282,7 @@ async fn a_secret_printed_by_a_command_never_appears_in_clear() {
     );
     // Nowhere in clear: events, state, trajectory, request dumps, completion logs, the next
     // requests, agentd's own log lines.
-    let session = std::fs::read_dir(dir.path().join("sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let session = session_dir(dir.path());
     let mut files = vec![
         session.join("events.jsonl"),
         session.join("state.json"),
@@ -486,14 +477,11 @@ async fn a_run_resumed_after_an_error_starts_with_the_references_message() {
     let out = run(dir.path(), &ws, &failing, "Do it.", "", &[]).await;
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(state(dir.path())["agent_state"], "error");
-    let session = std::fs::read_dir(dir.path().join("sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
+    let session = session_dir(dir.path())
         .file_name()
-        .into_string()
-        .unwrap();
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
 
     let fake = FakeLlm::start([Reply::tool_calls([("finish", json!({"message": "ok"}))])]).await;
     succeeded(
