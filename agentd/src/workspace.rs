@@ -289,7 +289,17 @@ pub(crate) async fn prepare(
     let mask = stream.mask();
     let secrets = spec.all_secrets();
     export_secrets(runtime, &secrets, &mask).await?;
-    let working_dir = working_dir(runtime, &mask).await?;
+    let working_dir = match working_dir(runtime, &mask).await {
+        Ok(dir) => dir,
+        // A sandbox that cannot say where it works (a reused one still busy with a command)
+        // can still run the agent; without a repository to set up, the workspace's files are
+        // left unread.
+        Err(e) if spec.repository.is_none() => {
+            tracing::warn!(error = %e, "the workspace's scripts and microagents are not read");
+            return Ok(Prepared::default());
+        }
+        Err(e) => return Err(e),
+    };
     let mut repo_root = working_dir.clone();
     let mut repository = None;
     if let Some(repo) = &spec.repository {

@@ -382,13 +382,13 @@ fn codeact(llm: LlmConfig, file: &FileConfig, mask: SecretMask) -> anyhow::Resul
     let model = llm.model.clone();
     let llm = Llm::new(llm)
         .with_context(|| format!("cannot set up the model {model}"))?
-        .with_secret_mask(mask)
-        .with_retry_listener(std::sync::Arc::new(|notice: &RetryNotice| {
+        .with_secret_mask(mask.clone())
+        .with_retry_listener(std::sync::Arc::new(move |notice: &RetryNotice| {
             eprintln!(
                 "agentd: the model's call failed (attempt {}/{}): {}; retrying in {:.1} s",
                 notice.attempt,
                 notice.max_attempts,
-                notice.error,
+                mask.mask(&notice.error),
                 notice.wait.as_secs_f64()
             );
         }));
