@@ -63,6 +63,13 @@
 //! ipython = true              # offer execute_ipython_cell
 //! think = true                # offer think
 //! system_prompt_file = "prompt.md"
+//!
+//! [secrets.STAGING_TOKEN]     # exported in the sandbox's shell, masked everywhere else
+//! env = "MY_STAGING_TOKEN"    # read from agentd's environment (or: value = "...")
+//! description = "API token of the staging server"
+//!
+//! [microagents]
+//! disabled = ["docker"]       # microagents not to use, by name
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -73,6 +80,7 @@ use crate::llm::LlmConfig;
 use crate::memory::CondenserConfig;
 use crate::runtime::RuntimeKind;
 use crate::runtime::docker::Network;
+use crate::secrets::SecretSetting;
 
 /// Errors reading the settings file.
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +135,21 @@ pub struct FileConfig {
     /// The CodeAct agent.
     #[serde(default)]
     pub agent: AgentSection,
+    /// Custom secrets, by the environment variable they are exported as in the sandbox.
+    #[serde(default)]
+    pub secrets: std::collections::BTreeMap<String, SecretSetting>,
+    /// Microagents.
+    #[serde(default)]
+    pub microagents: MicroagentsSection,
+}
+
+/// `[microagents]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MicroagentsSection {
+    /// Names of microagents not to use.
+    #[serde(default)]
+    pub disabled: Vec<String>,
 }
 
 /// `[agent]`: the CodeAct agent's tools and prompt.

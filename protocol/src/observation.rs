@@ -239,6 +239,8 @@ pub struct RecallExtras {
     pub repo_name: String,
     /// Where the repository is.
     pub repo_directory: String,
+    /// The branch checked out, when known.
+    pub repo_branch: String,
     /// The repository's instructions (its microagent).
     pub repo_instructions: String,
     /// Hosts the runtime exposes, with their ports.

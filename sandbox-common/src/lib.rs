@@ -17,6 +17,8 @@
 //!   them.
 //! - `modes`: the first arguments that select sandboxd's hidden modes agentd starts it in
 //!   (the local sandbox's keeper, the egress proxy).
+//! - `shell`: quoting a string as one bash word (sandboxd's set-up line, agentd's workspace
+//!   commands).
 //! - `timeout`: the range of durations an action or a setting may ask for; agentd refuses a
 //!   model's timeout outside it before sandboxd would.
 
@@ -24,11 +26,13 @@ mod egress;
 pub mod modes;
 mod procstat;
 mod random;
+mod shell;
 mod timeout;
 mod truncate;
 
 pub use egress::{DomainRule, DomainRuleError, normalize_host};
 pub use procstat::ProcStat;
 pub use random::{RandomError, random_hex};
+pub use shell::shell_quote;
 pub use timeout::{MAX_TIMEOUT_SECONDS, TimeoutError, timeout_duration};
 pub use truncate::{MAX_OBSERVATION_CHARS, TRUNCATION_NOTICE, truncate_middle};

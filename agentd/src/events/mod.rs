@@ -3,6 +3,9 @@
 //! only then delivered to the subscribers (controller, runtime, memory, the CLI's printer), each
 //! through its own channel, so a slow or failed subscriber never holds up the others.
 //!
+//! Secret values are masked (`<secret_hidden>`, see [`crate::secrets`]) in each event before it
+//! is stored or delivered: no subscriber, and no file, ever holds them in clear.
+//!
 //! On disk a session is `DIR/events.jsonl`: one event's JSON per line, appended as the stream
 //! grows ([`store`]). Reading it back after a crash keeps every complete line; a torn last line
 //! (the process died mid-write) is detected, cut off and logged, never fatal.
@@ -17,6 +20,8 @@ use tokio::sync::mpsc;
 
 use store::EventLog;
 pub use store::EventLogError;
+
+use crate::secrets::SecretMask;
 
 /// Selects events from a stream (all conditions must hold).
 #[derive(Debug, Clone, Default)]
@@ -54,6 +59,7 @@ struct Inner {
     events: Vec<Arc<Event>>,
     store: Option<EventLog>,
     subscribers: Vec<mpsc::UnboundedSender<Arc<Event>>>,
+    mask: SecretMask,
 }
 
 impl EventStream {
@@ -65,8 +71,15 @@ impl EventStream {
 
     /// Opens the persisted stream in `dir` (created if missing), reading back what it holds.
     pub fn open(dir: &Path) -> Result<EventStream, EventLogError> {
+        EventStream::open_masked(dir, SecretMask::default())
+    }
+
+    /// [`EventStream::open`], masking `mask`'s secrets in every event added.
+    pub fn open_masked(dir: &Path, mask: SecretMask) -> Result<EventStream, EventLogError> {
         let (store, events) = EventLog::open(dir)?;
-        Ok(EventStream::from_parts(events, Some(store)))
+        let stream = EventStream::from_parts(events, Some(store));
+        stream.lock().mask = mask;
+        Ok(stream)
     }
 
     fn from_parts(events: Vec<Event>, store: Option<EventLog>) -> EventStream {
@@ -75,19 +88,25 @@ impl EventStream {
                 events: events.into_iter().map(Arc::new).collect(),
                 store,
                 subscribers: Vec::new(),
+                mask: SecretMask::default(),
             })),
         }
     }
 
-    /// Appends `event` from `source`: assigns the next id and the time, writes it to disk, then
-    /// delivers it to every subscriber. Returns the stored event.
+    /// The secrets masked in this stream's events.
+    pub(crate) fn mask(&self) -> SecretMask {
+        self.lock().mask.clone()
+    }
+
+    /// Appends `event` from `source`: masks its secrets, assigns the next id and the time,
+    /// writes it to disk, then delivers it to every subscriber. Returns the stored event.
     pub fn add(
         &self,
         event: impl Into<Event>,
         source: EventSource,
     ) -> Result<Arc<Event>, EventLogError> {
-        let mut event = event.into();
         let mut inner = self.lock();
+        let mut event = inner.mask.mask_event(event.into())?;
         let id = inner.events.len() as i64;
         let timestamp = now();
         match &mut event {

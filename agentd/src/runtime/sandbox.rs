@@ -166,6 +166,20 @@ impl Runtime {
         }
     }
 
+    /// The web hosts that reach the sandbox's app ports (URL → the port an app listens on in
+    /// the sandbox): a Docker sandbox's published app ports; none for the others.
+    pub fn web_hosts(&self) -> std::collections::BTreeMap<String, u16> {
+        match &self.backend {
+            Backend::Docker(container) => container
+                .sandbox
+                .app_ports
+                .iter()
+                .map(|(inside, host)| (format!("http://localhost:{host}"), *inside))
+                .collect(),
+            Backend::Local(_) | Backend::Remote | Backend::RemoteApi(_) => Default::default(),
+        }
+    }
+
     /// Whether the sandbox is not known to be dead. A remote sandbox is never known to be dead
     /// (it may come back); use [`Runtime::health`] to ask it.
     pub fn is_alive(&self) -> bool {

@@ -167,3 +167,29 @@ fn a_condensation_request_is_pending_until_a_condensation_follows() {
         .unwrap();
     assert!(!View::from_events(&stream.all()).unhandled_condensation_request());
 }
+
+#[test]
+fn hidden_commands_and_their_output_are_not_in_the_view() {
+    let stream = EventStream::in_memory();
+    let mut setup = CmdRunArgs::new("source .openhands/setup.sh");
+    setup.hidden = true;
+    let setup = stream
+        .add(
+            Action::from(ActionKind::Run(setup)),
+            EventSource::Environment,
+        )
+        .unwrap();
+    let output: Observation = serde_json::from_value(serde_json::json!({
+        "observation": "run", "content": "set up", "cause": setup.id(),
+        "extras": {"command": "source .openhands/setup.sh", "hidden": true,
+                   "metadata": {"exit_code": 0, "pid": -1, "username": null, "hostname": null,
+                                "working_dir": null, "py_interpreter_path": null,
+                                "prefix": "", "suffix": ""}}
+    }))
+    .unwrap();
+    stream.add(output, EventSource::Environment).unwrap();
+    stream.add(message("task"), EventSource::User).unwrap();
+    let view = View::from_events(&stream.all());
+    let ids: Vec<Option<i64>> = view.iter().map(Event::id).collect();
+    assert_eq!(ids, [Some(2)]);
+}
