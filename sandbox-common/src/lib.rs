@@ -24,7 +24,7 @@ mod random;
 mod timeout;
 mod truncate;
 
-pub use egress::{DomainRule, DomainRuleError, normalize_host};
+pub use egress::{DomainRule, DomainRuleError, normalize_host, split_port};
 pub use procstat::ProcStat;
 pub use random::{RandomError, random_hex};
 pub use timeout::{MAX_TIMEOUT_SECONDS, TimeoutError, timeout_duration};
