@@ -62,6 +62,24 @@ pub(crate) struct SandboxService {
     capacity: HostCapacity,
 }
 
+/// Refuses a setting (`name`) that lists a key which is not one of `api_keys`, showing only
+/// the key's first four characters.
+fn only_api_keys<'a>(
+    name: &str,
+    keys: impl IntoIterator<Item = &'a String>,
+    api_keys: &[String],
+) -> Result<(), ServeError> {
+    match keys.into_iter().find(|k| !api_keys.contains(k)) {
+        Some(stranger) => {
+            let shown: String = stranger.chars().take(4).collect();
+            Err(ServeError::Config(format!(
+                "{name} holds a key ({shown}...) that is not one of api_keys"
+            )))
+        }
+        None => Ok(()),
+    }
+}
+
 impl SandboxService {
     /// Connects to Docker, makes the pool images sandbox images, and recovers the sandboxes a
     /// previous run of this service left (by label, with their claims from the state directory).
@@ -72,31 +90,13 @@ impl SandboxService {
                 "no API key: pass --api-key, set AGENTD_API_KEYS or [serve] api_keys".to_string(),
             ));
         }
-        if let Some(stranger) = config
-            .sudo_keys
-            .iter()
-            .find(|k| !config.api_keys.contains(k))
-        {
-            let shown: String = stranger.chars().take(4).collect();
-            return Err(ServeError::Config(format!(
-                "sudo_keys holds a key ({shown}...) that is not one of api_keys"
-            )));
-        }
+        only_api_keys("sudo_keys", &config.sudo_keys, &config.api_keys)?;
         let sudoers = config
             .sudo_keys
             .iter()
             .map(|k| auth::caller_of(k))
             .collect();
-        if let Some(stranger) = config
-            .egress_keys
-            .keys()
-            .find(|k| !config.api_keys.contains(k))
-        {
-            let shown: String = stranger.chars().take(4).collect();
-            return Err(ServeError::Config(format!(
-                "egress_keys holds a key ({shown}...) that is not one of api_keys"
-            )));
-        }
+        only_api_keys("egress_keys", config.egress_keys.keys(), &config.api_keys)?;
         let key_egress = config
             .egress_keys
             .iter()
