@@ -456,10 +456,7 @@ impl SandboxService {
         };
         Ok(SessionResponse {
             status,
-            runtime_id: entry.claim.runtime_id.clone(),
-            url: entry.url.clone(),
-            session_api_key: Some(entry.claim.session_api_key.clone()),
-            work_hosts: entry.work_hosts.clone(),
+            access: entry.access(),
         })
     }
 

@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
-use protocol::runtime_api::{PodStatus, RuntimeSummary, SessionStatus, StartResponse};
+use protocol::runtime_api::{
+    PodStatus, RuntimeAccess, RuntimeSummary, SessionStatus, StartResponse,
+};
 
 use super::auth::Caller;
 use super::store::Claim;
@@ -34,13 +36,20 @@ impl Entry {
         self.claim.owner == owner.as_str()
     }
 
-    /// The answer to a `/start` of its session.
-    pub(super) fn start_response(&self) -> StartResponse {
-        StartResponse {
+    /// How its caller reaches it (part of the answers to `/start` and `/sessions/{sid}`).
+    pub(super) fn access(&self) -> RuntimeAccess {
+        RuntimeAccess {
             runtime_id: self.claim.runtime_id.clone(),
             url: self.url.clone(),
             session_api_key: Some(self.claim.session_api_key.clone()),
             work_hosts: self.work_hosts.clone(),
+        }
+    }
+
+    /// The answer to a `/start` of its session.
+    pub(super) fn start_response(&self) -> StartResponse {
+        StartResponse {
+            access: self.access(),
             image: Some(self.image.clone()),
         }
     }

@@ -51,9 +51,9 @@ fn starting_a_running_session_answers_with_it_for_its_owner_only() {
     table.insert(entry("rt-1", "s", "a", "t1"));
     match table.begin_start(&owner("a"), "s").unwrap() {
         Begin::Running(response) => {
-            assert_eq!(response.runtime_id, "rt-1");
-            assert_eq!(response.url, "http://public:1");
-            assert_eq!(response.session_api_key.as_deref(), Some("key-rt-1"));
+            assert_eq!(response.access.runtime_id, "rt-1");
+            assert_eq!(response.access.url, "http://public:1");
+            assert_eq!(response.access.session_api_key.as_deref(), Some("key-rt-1"));
         }
         Begin::New(_) => panic!("a running session was started again"),
     }
