@@ -10,16 +10,15 @@ use protocol::runtime_api::{
 };
 
 use super::auth::Caller;
+use super::pool::SandboxContainer;
 use super::store::Claim;
-use super::{ServeError, lock};
+use super::{ServeConfig, ServeError, lock};
 
 /// A claimed sandbox.
 #[derive(Debug, Clone)]
 pub(super) struct Entry {
     pub(super) claim: Claim,
-    pub(super) container_id: String,
-    /// sandboxd's URL from this host (published port on loopback).
-    pub(super) local_url: String,
+    pub(super) container: SandboxContainer,
     /// sandboxd's URL for callers.
     pub(super) url: String,
     pub(super) paused: bool,
@@ -27,11 +26,26 @@ pub(super) struct Entry {
     pub(super) ready: bool,
     /// The agent's app ports: URL for callers → port inside.
     pub(super) work_hosts: BTreeMap<String, u16>,
-    /// The sandbox image it runs.
-    pub(super) image: String,
 }
 
 impl Entry {
+    /// `container`, claimed by `claim`, as `config`'s callers reach it; not yet seen ready.
+    pub(super) fn new(
+        claim: Claim,
+        container: SandboxContainer,
+        paused: bool,
+        config: &ServeConfig,
+    ) -> Entry {
+        Entry {
+            claim,
+            url: config.public_url(container.port),
+            work_hosts: config.work_hosts(&container.app_ports),
+            container,
+            paused,
+            ready: false,
+        }
+    }
+
     fn is_owned_by(&self, owner: &Caller) -> bool {
         self.claim.owner == owner.as_str()
     }
@@ -50,7 +64,7 @@ impl Entry {
     pub(super) fn start_response(&self) -> StartResponse {
         StartResponse {
             access: self.access(),
-            image: Some(self.image.clone()),
+            image: Some(self.container.image.clone()),
         }
     }
 

@@ -17,13 +17,17 @@ fn entry(runtime_id: &str, session_id: &str, owner: &str, created_at: &str) -> E
             created_at: created_at.to_string(),
             pending_configuration: None,
         },
-        container_id: format!("c-{runtime_id}"),
-        local_url: "http://127.0.0.1:1".to_string(),
+        container: SandboxContainer {
+            id: format!("c-{runtime_id}"),
+            local_url: "http://127.0.0.1:1".to_string(),
+            port: 1,
+            app_ports: BTreeMap::new(),
+            image: "sandboxd-runtime:x".to_string(),
+        },
         url: "http://public:1".to_string(),
         paused: false,
         ready: false,
         work_hosts: BTreeMap::new(),
-        image: "sandboxd-runtime:x".to_string(),
     }
 }
 
