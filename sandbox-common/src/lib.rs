@@ -30,7 +30,7 @@ mod shell;
 mod timeout;
 mod truncate;
 
-pub use egress::{DomainRule, DomainRuleError, normalize_host};
+pub use egress::{DomainRule, DomainRuleError, normalize_host, split_port};
 pub use procstat::ProcStat;
 pub use random::{RandomError, random_hex};
 pub use shell::shell_quote;

@@ -116,11 +116,7 @@ async fn configure(
     body: Bytes,
 ) -> Response {
     let (key, configured) = &*state;
-    let given = headers
-        .get("x-session-api-key")
-        .map(HeaderValue::as_bytes)
-        .unwrap_or_default();
-    if !constant_time_eq(given, key.as_bytes()) {
+    if !has_session_key(&headers, key) {
         return detail(StatusCode::FORBIDDEN, "Invalid API Key");
     }
     http_guard::authenticated(&extensions);
@@ -189,17 +185,22 @@ async fn authenticate(
     request: Request,
     next: Next,
 ) -> Response {
-    if let Some(expected) = &state.api_key {
-        let given = headers
-            .get("x-session-api-key")
-            .map(HeaderValue::as_bytes)
-            .unwrap_or_default();
-        if !constant_time_eq(given, expected.as_bytes()) {
-            return detail(StatusCode::FORBIDDEN, "Invalid API Key");
-        }
+    if let Some(expected) = &state.api_key
+        && !has_session_key(&headers, expected)
+    {
+        return detail(StatusCode::FORBIDDEN, "Invalid API Key");
     }
     http_guard::authenticated(request.extensions());
     next.run(request).await
+}
+
+/// Whether `headers` carry `key` as `X-Session-API-Key` (compared in constant time).
+fn has_session_key(headers: &HeaderMap, key: &str) -> bool {
+    let given = headers
+        .get("x-session-api-key")
+        .map(HeaderValue::as_bytes)
+        .unwrap_or_default();
+    constant_time_eq(given, key.as_bytes())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -125,6 +125,15 @@ async fn run_to_end(
         .unwrap()
 }
 
+/// Asserts that the run ended in `agent_state` after `iteration` steps.
+fn assert_ended(state: &State, agent_state: AgentState, iteration: u32) {
+    assert_eq!(
+        (state.agent_state, state.iteration),
+        (agent_state, iteration),
+        "the end state and the steps taken"
+    );
+}
+
 /// `type` or `type:state` for state changes, per event.
 fn kinds(stream: &EventStream) -> Vec<String> {
     stream
@@ -205,8 +214,7 @@ async fn a_scripted_run_goes_to_finished() {
     ]));
     let state = run_to_end(&stream, agent, config()).await;
 
-    assert_eq!(state.agent_state, AgentState::Finished);
-    assert_eq!(state.iteration, 4);
+    assert_ended(&state, AgentState::Finished, 4);
     assert_eq!(state.last_error, None);
     assert_eq!(state.end_id, stream.latest_id());
     assert_eq!(
@@ -250,8 +258,7 @@ async fn the_iteration_limit_ends_the_run_in_error_with_the_reference_text() {
 
     let text =
         "RuntimeError: Agent reached maximum iteration. Current iteration: 3, max iteration: 3";
-    assert_eq!(state.agent_state, AgentState::Error);
-    assert_eq!(state.iteration, 3);
+    assert_ended(&state, AgentState::Error, 3);
     assert_eq!(state.last_error.as_deref(), Some(text));
     let errors = observations_of_type(&stream, "error");
     assert_eq!(errors.len(), 1);
@@ -282,8 +289,7 @@ async fn the_budget_limit_ends_the_run_in_error() {
     };
     let state = run_to_end(&stream, Box::new(agent), config).await;
 
-    assert_eq!(state.agent_state, AgentState::Error);
-    assert_eq!(state.iteration, 3);
+    assert_ended(&state, AgentState::Error, 3);
     assert_eq!(
         state.last_error.as_deref(),
         Some(
@@ -511,8 +517,7 @@ async fn a_paused_run_takes_no_step_until_resumed() {
 
     handle.resume();
     let state = run.await.unwrap().unwrap();
-    assert_eq!(state.agent_state, AgentState::Finished);
-    assert_eq!(state.iteration, 4);
+    assert_ended(&state, AgentState::Finished, 4);
     assert_eq!(
         states_entered(&stream),
         ["running", "paused", "running", "finished"]
@@ -533,8 +538,7 @@ async fn stop_is_final_and_answers_the_action_in_flight() {
     let state = run.await.unwrap().unwrap();
     handle.resume();
 
-    assert_eq!(state.agent_state, AgentState::Stopped);
-    assert_eq!(state.iteration, 1);
+    assert_ended(&state, AgentState::Stopped, 1);
     let errors = observations_of_type(&stream, "error");
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].cause, action.id());
@@ -726,8 +730,7 @@ async fn a_resumed_run_continues_counting_and_re_executes_the_unanswered_action(
         .unwrap();
     let state = controller.run().await.unwrap();
 
-    assert_eq!(state.agent_state, AgentState::Finished);
-    assert_eq!(state.iteration, 4);
+    assert_ended(&state, AgentState::Finished, 4);
     assert_eq!(state.resume_count, 1);
     assert_eq!(state.start_id, 0);
     let all = stream.all();
@@ -796,7 +799,7 @@ async fn a_run_in_error_can_be_resumed_with_a_higher_limit() {
         .run()
         .await
         .unwrap();
-    assert_eq!((state.agent_state, state.iteration), (AgentState::Error, 2));
+    assert_ended(&state, AgentState::Error, 2);
 
     let agent = ScriptedAgent::new([run("c"), finish()]);
     let config = ControllerConfig {
@@ -807,8 +810,7 @@ async fn a_run_in_error_can_be_resumed_with_a_higher_limit() {
         Controller::resume(dir.path(), stream.clone(), Box::new(agent), config).unwrap();
     assert!(controller.pending_action().is_none());
     let state = controller.run().await.unwrap();
-    assert_eq!(state.agent_state, AgentState::Finished);
-    assert_eq!(state.iteration, 4);
+    assert_ended(&state, AgentState::Finished, 4);
     assert_eq!(state.last_error, None);
     assert_eq!(
         states_entered(&stream),
@@ -922,8 +924,7 @@ async fn a_pause_waits_for_the_step_in_flight_and_a_stop_cancels_it() {
     // The second step waits for an action that never comes.
     handle.stop();
     let state = running.await.unwrap().unwrap();
-    assert_eq!(state.agent_state, AgentState::Stopped);
-    assert_eq!(state.iteration, 2);
+    assert_ended(&state, AgentState::Stopped, 2);
     assert_eq!(
         states_entered(&stream),
         ["running", "paused", "running", "stopped"]
