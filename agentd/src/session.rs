@@ -368,8 +368,14 @@ async fn execute_one(
         controller.fail(format!("the sandbox died: {}", death.summary));
         return;
     }
-    if let Err(e) = stream.add(observation, EventSource::Environment) {
-        controller.fail(format!("cannot record an observation: {e}"));
+    match stream.answer(observation, EventSource::Environment) {
+        Ok(Some(_)) => {}
+        // The run ended meanwhile and the controller answered the action as not executed.
+        Ok(None) => tracing::warn!(
+            action = ?action.id,
+            "the action's observation came after the run had answered it as not executed; not recorded"
+        ),
+        Err(e) => controller.fail(format!("cannot record an observation: {e}")),
     }
 }
 
@@ -436,7 +442,7 @@ fn answer_recall(
     let Event::Action(action) = event else { return };
     match memory.recall(action) {
         Recalled::Answer(observation) => {
-            if let Err(e) = stream.add(observation, EventSource::Environment) {
+            if let Err(e) = stream.answer(observation, EventSource::Environment) {
                 controller.fail(format!("cannot record the recall's answer: {e}"));
             }
         }

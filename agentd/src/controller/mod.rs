@@ -735,15 +735,6 @@ impl Controller {
         let Some(id) = action.id else {
             return Ok(());
         };
-        // The observation may be on the stream already, not yet delivered.
-        let answered = self
-            .stream
-            .range(id + 1, None)
-            .iter()
-            .any(|e| matches!(&**e, Event::Observation(o) if o.cause == Some(id)));
-        if answered {
-            return Ok(());
-        }
         let (content, error_id) = if ending == AgentState::Stopped {
             (NOT_EXECUTED_STOPPED, NOT_EXECUTED_STOPPED_ID)
         } else {
@@ -758,7 +749,11 @@ impl Controller {
         error.message = content.to_string();
         error.cause = Some(id);
         error.tool_call_metadata = action.tool_call_metadata.clone();
-        self.add(error, EventSource::Agent)?;
+        // Unless the runtime's observation got there first (it may be on the stream already,
+        // not yet delivered).
+        if let Some(stored) = self.stream.answer(error, EventSource::Agent)? {
+            self.own_event(&stored);
+        }
         Ok(())
     }
 
@@ -768,11 +763,16 @@ impl Controller {
         source: EventSource,
     ) -> Result<Arc<Event>, ControllerError> {
         let stored = self.stream.add(event, source)?;
+        self.own_event(&stored);
+        Ok(stored)
+    }
+
+    /// Notes an event the controller added, so that it is not handled again when delivered.
+    fn own_event(&mut self, stored: &Arc<Event>) {
         if let Some(id) = stored.id() {
             self.own.push_back(id);
             self.state.end_id = self.state.end_id.max(Some(id));
         }
-        Ok(stored)
     }
 
     fn save(&self) -> Result<(), ControllerError> {

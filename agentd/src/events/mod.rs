@@ -6,12 +6,18 @@
 //! Secret values are masked (`<secret_hidden>`, see [`crate::secrets`]) in each event before it
 //! is stored or delivered: no subscriber, and no file, ever holds them in clear.
 //!
+//! An action gets one answer: [`EventStream::answer`] adds an observation only if none has
+//! answered its `cause` yet, checked and added under one lock, so that two parts racing to
+//! answer the same action (the runtime's result and the controller's "not executed" of a run
+//! that stops) leave exactly one.
+//!
 //! On disk a session is `DIR/events.jsonl`: one event's JSON per line, appended as the stream
 //! grows ([`store`]). Reading it back after a crash keeps every complete line; a torn last line
 //! (the process died mid-write) is detected, cut off and logged, never fatal.
 
 mod store;
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -22,6 +28,14 @@ use store::EventLog;
 pub use store::EventLogError;
 
 use crate::secrets::SecretMask;
+
+/// The action an event answers: an observation's `cause`.
+fn answers(event: &Event) -> Option<i64> {
+    match event {
+        Event::Observation(o) => o.cause,
+        Event::Action(_) => None,
+    }
+}
 
 /// Selects events from a stream (all conditions must hold).
 #[derive(Debug, Clone, Default)]
@@ -60,6 +74,8 @@ struct Inner {
     store: Option<EventLog>,
     subscribers: Vec<mpsc::UnboundedSender<Arc<Event>>>,
     mask: SecretMask,
+    /// The `cause` of every observation: the actions that have their answer.
+    answered: HashSet<i64>,
 }
 
 impl EventStream {
@@ -83,12 +99,14 @@ impl EventStream {
     }
 
     fn from_parts(events: Vec<Event>, store: Option<EventLog>) -> EventStream {
+        let answered = events.iter().filter_map(answers).collect();
         EventStream {
             inner: Arc::new(Mutex::new(Inner {
                 events: events.into_iter().map(Arc::new).collect(),
                 store,
                 subscribers: Vec::new(),
                 mask: SecretMask::default(),
+                answered,
             })),
         }
     }
@@ -105,8 +123,33 @@ impl EventStream {
         event: impl Into<Event>,
         source: EventSource,
     ) -> Result<Arc<Event>, EventLogError> {
+        Self::add_locked(&mut self.lock(), event.into(), source)
+    }
+
+    /// Adds `observation`, the answer to the action its `cause` names, unless that action has
+    /// an answer already: then nothing is added and `None` is returned. One answer per action,
+    /// whoever answers first.
+    pub(crate) fn answer(
+        &self,
+        observation: protocol::Observation,
+        source: EventSource,
+    ) -> Result<Option<Arc<Event>>, EventLogError> {
         let mut inner = self.lock();
-        let mut event = inner.mask.mask_event(event.into())?;
+        if observation
+            .cause
+            .is_some_and(|cause| inner.answered.contains(&cause))
+        {
+            return Ok(None);
+        }
+        Self::add_locked(&mut inner, observation.into(), source).map(Some)
+    }
+
+    fn add_locked(
+        inner: &mut Inner,
+        event: Event,
+        source: EventSource,
+    ) -> Result<Arc<Event>, EventLogError> {
+        let mut event = inner.mask.mask_event(event)?;
         let id = inner.events.len() as i64;
         let timestamp = now();
         match &mut event {
@@ -124,6 +167,7 @@ impl EventStream {
         if let Some(store) = &mut inner.store {
             store.append(&event)?;
         }
+        inner.answered.extend(answers(&event));
         let event = Arc::new(event);
         inner.events.push(event.clone());
         // A subscriber that went away is dropped; the others are not affected.

@@ -108,3 +108,43 @@ async fn secret_values_never_reach_the_log_or_a_subscriber() {
     }
     assert_eq!(stream.mask().mask("tok-12345"), "<secret_hidden>");
 }
+
+/// Regression: a run stopped just as its action completed recorded two answers to it (the
+/// runtime's observation and the controller's "not executed"). The first answer wins; the
+/// rule holds for answers read back from disk too.
+#[test]
+fn an_action_gets_one_answer_whoever_answers_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = |cause: i64, text: &str| {
+        let mut obs = Observation::new(
+            protocol::ObservationKind::Error(protocol::observation::ErrorExtras::default()),
+            text.to_string(),
+        );
+        obs.cause = Some(cause);
+        obs
+    };
+    {
+        let stream = EventStream::open(dir.path()).unwrap();
+        stream.add(message("run it"), EventSource::Agent).unwrap();
+        let first = stream.answer(answer(0, "first"), EventSource::Environment);
+        assert_eq!(first.unwrap().unwrap().id(), Some(1));
+        let second = stream.answer(answer(0, "second"), EventSource::Agent);
+        assert!(second.unwrap().is_none());
+        assert_eq!(stream.len(), 2);
+    }
+    let stream = EventStream::open(dir.path()).unwrap();
+    assert!(
+        stream
+            .answer(answer(0, "after a restart"), EventSource::Agent)
+            .unwrap()
+            .is_none()
+    );
+    // Another action's answer is added as usual.
+    stream.add(message("and this"), EventSource::Agent).unwrap();
+    assert!(
+        stream
+            .answer(answer(2, "its own"), EventSource::Environment)
+            .unwrap()
+            .is_some()
+    );
+}
