@@ -135,8 +135,6 @@ pub(crate) struct DiskMounts {
     pub(crate) binds: Vec<String>,
     /// Everything writable is on the disk: the root must be read-only.
     pub(crate) read_only_root: bool,
-    /// The disk's directory, for the [`labels::DISK`] label.
-    pub(crate) dir: Option<PathBuf>,
 }
 
 /// Why a sandbox's disk could not be made.
@@ -276,7 +274,33 @@ pub(crate) fn slot(path: &str) -> String {
     path.trim_start_matches('/').replace('/', "_")
 }
 
-/// A sandbox's own disk, made and mounted: where it is, and its binds.
+/// A sandbox's own disk, made and mounted on the host. Dropping it detaches the host's mount
+/// and deletes the image file ([`release`]), also when the `up` that made it fails or is
+/// cancelled; a container started on it keeps its own mounts, and so the disk, until it ends.
+#[derive(Debug)]
+pub(crate) struct OwnDisk {
+    dir: PathBuf,
+}
+
+impl OwnDisk {
+    /// Its mount point on the host.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Drops it on a blocking thread (unmounting waits for the kernel).
+    pub(crate) async fn release(self) {
+        let _ = tokio::task::spawn_blocking(move || drop(self)).await;
+    }
+}
+
+impl Drop for OwnDisk {
+    fn drop(&mut self) {
+        release(&self.dir);
+    }
+}
+
+/// Makes a sandbox's own disk of `bytes` for `paths`, filled with `image`'s content there.
 pub(crate) async fn make(
     docker: &Docker,
     name: &str,
@@ -284,7 +308,7 @@ pub(crate) async fn make(
     image: &str,
     paths: &[String],
     owner: SandboxUser,
-) -> Result<PathBuf, DockerError> {
+) -> Result<OwnDisk, DockerError> {
     if bytes < MIN_DISK_BYTES {
         return Err(DiskError::TooSmall { bytes }.into());
     }
@@ -297,64 +321,65 @@ pub(crate) async fn make(
         })?;
     }
     create_dir(root, 0o700)?;
-    let dir = root.join(name);
-    let made = async {
-        let contents = image_contents(docker, image, paths).await?;
-        let img = dir.with_extension("img");
-        let file = std::fs::File::create_new(&img).map_err(|source| DiskError::Io {
-            what: "cannot create the disk image",
-            path: img.clone(),
-            source,
-        })?;
-        file.set_len(bytes).map_err(|source| DiskError::Io {
-            what: "cannot size the disk image",
-            path: img.clone(),
-            source,
-        })?;
-        drop(file);
-        run(
-            "mkfs.ext4",
-            &[
-                "-q".as_ref(),
-                "-F".as_ref(),
-                "-m".as_ref(),
-                "0".as_ref(),
-                // A scratch file system for one sandbox: no journal, half the overhead.
-                "-O".as_ref(),
-                "^has_journal".as_ref(),
-                img.as_os_str(),
-            ],
-        )
-        .await?;
-        create_dir(&dir, 0o700)?;
-        run(
-            "mount",
-            &[
-                "-o".as_ref(),
-                "loop,nosuid,nodev".as_ref(),
-                img.as_os_str(),
-                dir.as_os_str(),
-            ],
-        )
-        .await?;
-        let dir_for_fill = dir.clone();
-        let paths = paths.to_vec();
-        tokio::task::spawn_blocking(move || fill(&dir_for_fill, &paths, &contents, owner))
-            .await
-            .map_err(|e| DiskError::Io {
-                what: "filling the disk failed",
-                path: PathBuf::from(DISK_ROOT),
-                source: std::io::Error::other(e.to_string()),
-            })??;
-        Ok::<(), DockerError>(())
+    let contents = image_contents(docker, image, paths).await?;
+    let disk = OwnDisk {
+        dir: root.join(name),
     };
-    match made.await {
-        Ok(()) => Ok(dir),
-        Err(e) => {
-            release(&dir).await;
-            Err(e)
-        }
-    }
+    let paths = paths.to_vec();
+    // On a blocking thread, which finishes even if this future is dropped: the disk is then
+    // dropped with the thread's result, and released.
+    tokio::task::spawn_blocking(move || {
+        format_and_mount(&disk.dir, bytes)?;
+        fill(&disk.dir, &paths, &contents, owner)?;
+        Ok::<OwnDisk, DiskError>(disk)
+    })
+    .await
+    .map_err(|e| DiskError::Io {
+        what: "making the disk failed",
+        path: root.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    })?
+    .map_err(DockerError::from)
+}
+
+/// Creates the sparse image beside `dir`, makes an ext4 file system in it and mounts it at
+/// `dir` (`nosuid`, `nodev`).
+fn format_and_mount(dir: &Path, bytes: u64) -> Result<(), DiskError> {
+    let img = dir.with_extension("img");
+    let file = std::fs::File::create_new(&img).map_err(|source| DiskError::Io {
+        what: "cannot create the disk image",
+        path: img.clone(),
+        source,
+    })?;
+    file.set_len(bytes).map_err(|source| DiskError::Io {
+        what: "cannot size the disk image",
+        path: img.clone(),
+        source,
+    })?;
+    drop(file);
+    run(
+        "mkfs.ext4",
+        &[
+            "-q".as_ref(),
+            "-F".as_ref(),
+            "-m".as_ref(),
+            "0".as_ref(),
+            // A scratch file system for one sandbox: no journal, half the overhead.
+            "-O".as_ref(),
+            "^has_journal".as_ref(),
+            img.as_os_str(),
+        ],
+    )?;
+    create_dir(dir, 0o700)?;
+    run(
+        "mount",
+        &[
+            "-o".as_ref(),
+            "loop,nosuid,nodev".as_ref(),
+            img.as_os_str(),
+            dir.as_os_str(),
+        ],
+    )
 }
 
 /// The binds of a disk made by [`make`] for `paths`.
@@ -515,9 +540,9 @@ async fn copy_out(
 /// Detaches the host's mount of a sandbox's disk and deletes its image file (best effort,
 /// logged). A container that has started keeps its own mounts, and with them the disk, until
 /// it ends: the loop device holds the deleted file, and frees it then.
-pub(crate) async fn release(dir: &Path) {
+fn release(dir: &Path) {
     if is_mounted(dir)
-        && let Err(e) = run("umount", &["-l".as_ref(), dir.as_os_str()]).await
+        && let Err(e) = run("umount", &["-l".as_ref(), dir.as_os_str()])
     {
         tracing::warn!(dir = %dir.display(), error = %e, "cannot unmount a sandbox disk");
         return;
@@ -580,9 +605,12 @@ pub(crate) async fn sweep(docker: &Docker, live: &[String]) -> Result<(), Docker
             orphans.push(stem);
         }
     }
-    for stem in orphans {
-        release(&Path::new(DISK_ROOT).join(stem)).await;
-    }
+    let _ = tokio::task::spawn_blocking(move || {
+        for stem in orphans {
+            release(&Path::new(DISK_ROOT).join(stem));
+        }
+    })
+    .await;
     Ok(())
 }
 
@@ -620,24 +648,23 @@ fn create_dir(dir: &Path, mode: u32) -> Result<(), DiskError> {
     })
 }
 
-/// Runs a short host command (its own process group, killed if dropped, reaped), and fails
-/// with its stderr unless it succeeds.
-async fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), DiskError> {
+/// Runs a short host command (its own process group; waited for and reaped), and fails with
+/// its stderr unless it succeeds. Blocking: call it from a blocking thread.
+fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), DiskError> {
+    use std::os::unix::process::CommandExt;
     let command_line = || {
         std::iter::once(program.to_string())
             .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let output = tokio::process::Command::new(program)
+    let output = std::process::Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
         .output()
-        .await
         .map_err(|e| DiskError::Command {
             command: command_line(),
             output: e.to_string(),

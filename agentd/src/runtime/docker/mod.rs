@@ -324,7 +324,7 @@ impl DockerHost {
             self.create_network(bridge, &ours, config).await?;
         }
         let key = random_hex(32).map_err(|e| DockerError::Entropy(e.to_string()))?;
-        let (disk, disk_limit) = match self.disk(config, &name).await {
+        let (disk, disk_limit, own_disk) = match self.disk(config, &name).await {
             Ok(disk) => disk,
             Err(e) => {
                 if let Some(dir) = &socket_dir {
@@ -361,19 +361,16 @@ impl DockerHost {
                 if let Some(bridge) = &bridge {
                     self.remove_network(bridge).await;
                 }
-                if let Some(dir) = &disk.dir {
-                    disk::release(dir).await;
-                }
                 return Err(e.into());
             }
         };
         let waited = self
             .start_and_wait(&id, config.ready_timeout, config.await_configuration)
             .await;
-        if let Some(dir) = &disk.dir {
+        if let Some(own_disk) = own_disk {
             // Started, the container holds its own mounts of the disk: the host's go now, and
             // the disk goes when the container does, however it is removed.
-            disk::release(dir).await;
+            own_disk.release().await;
         }
         match waited {
             Ok((url, app_ports)) => Ok(SandboxContainer {
@@ -398,9 +395,9 @@ impl DockerHost {
         &self,
         config: &SandboxConfig,
         name: &str,
-    ) -> Result<(DiskMounts, DiskLimit), DockerError> {
+    ) -> Result<(DiskMounts, DiskLimit, Option<disk::OwnDisk>), DockerError> {
         let Some(bytes) = config.disk_bytes else {
-            return Ok((DiskMounts::default(), DiskLimit::Unlimited));
+            return Ok((DiskMounts::default(), DiskLimit::Unlimited, None));
         };
         let quota = self
             .storage_quota
@@ -412,7 +409,7 @@ impl DockerHost {
                     storage_size: Some(bytes),
                     ..DiskMounts::default()
                 };
-                return Ok((mounts, DiskLimit::StorageQuota { bytes }));
+                return Ok((mounts, DiskLimit::StorageQuota { bytes }, None));
             }
             StorageQuota::Unsupported(why) => why.clone(),
         };
@@ -426,13 +423,12 @@ impl DockerHost {
             .cloned();
         let paths =
             disk::writable_paths(&user.home(), config.workspace.is_some(), label.as_deref());
-        let dir = disk::make(&self.docker, name, bytes, &config.image, &paths, user).await?;
+        let own = disk::make(&self.docker, name, bytes, &config.image, &paths, user).await?;
         let read_only_root = !config.sudo;
         let mounts = DiskMounts {
             storage_size: None,
-            binds: disk::binds(&dir, &paths),
+            binds: disk::binds(own.dir(), &paths),
             read_only_root,
-            dir: Some(dir),
         };
         let limit = DiskLimit::OwnDisk {
             bytes,
@@ -440,7 +436,7 @@ impl DockerHost {
             read_only_root,
             why,
         };
-        Ok((mounts, limit))
+        Ok((mounts, limit, Some(own)))
     }
 
     async fn start_and_wait(
