@@ -569,7 +569,8 @@ fn release(dir: &Path) {
 const SWEEP_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Removes the scratch containers and releases the disks an agentd left behind while making
-/// them (older than [`SWEEP_AGE`]; disks of no container in `live`).
+/// them (older than [`SWEEP_AGE`]; disks of no container in `live`), and the content cache
+/// of images the engine no longer has.
 pub(crate) async fn sweep(docker: &Docker, live: &[String]) -> Result<(), DockerError> {
     let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
         .all(true)
@@ -585,6 +586,22 @@ pub(crate) async fn sweep(docker: &Docker, live: &[String]) -> Result<(), Docker
             .is_some_and(|created| now - created > SWEEP_AGE.as_secs() as i64);
         if let (true, Some(id)) = (old, container.id) {
             remove_container(docker, &id).await;
+        }
+    }
+    // The content of images the engine no longer has.
+    let images: Vec<String> = docker
+        .list_images(None::<bollard::query_parameters::ListImagesOptions>)
+        .await?
+        .into_iter()
+        .map(|image| image.id.trim_start_matches("sha256:").to_string())
+        .collect();
+    let content = Path::new(DISK_ROOT).join(".content");
+    if let Ok(entries) = std::fs::read_dir(&content) {
+        for entry in entries.flatten() {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            if !images.contains(&id) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
         }
     }
     let Ok(entries) = std::fs::read_dir(DISK_ROOT) else {
