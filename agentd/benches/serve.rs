@@ -111,14 +111,22 @@ async fn measure(service: &Service, runs: usize, warm: bool) -> Vec<Duration> {
         }
         let t0 = Instant::now();
         let started = api.start(&request(format!("bench-{i}"))).await.unwrap();
-        while api.runtime(&started.runtime_id).await.unwrap().pod_status != PodStatus::Ready {
+        while api
+            .runtime(&started.access.runtime_id)
+            .await
+            .unwrap()
+            .pod_status
+            != PodStatus::Ready
+        {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let sandbox = SandboxClient::new(&started.url, started.session_api_key.clone()).unwrap();
+        let sandbox =
+            SandboxClient::new(&started.access.url, started.access.session_api_key.clone())
+                .unwrap();
         let obs = sandbox.run("true", None).await.unwrap();
         firsts.push(t0.elapsed());
         assert_eq!(obs.exit_code(), Some(0), "{}", obs.content);
-        api.stop(&started.runtime_id).await.unwrap();
+        api.stop(&started.access.runtime_id).await.unwrap();
     }
     firsts
 }

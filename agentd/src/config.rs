@@ -16,6 +16,7 @@
 //! pids = 512
 //! network = "none"
 //! read_only = true
+//! disk = "10g"               # the most a sandbox may write; "none": no limit
 //! uid = "4321:4321"          # the sandbox user; default: the workspace's owner
 //! allow_root = false         # refuse sandboxes as root (a root-owned workspace)
 //! sudo = false               # the sandbox user may not sudo (sudo says why)
@@ -67,6 +68,12 @@
 //! shttp_servers = [{ url = "http://127.0.0.1:8931/mcp", api_key = "...", timeout = 60 }]
 //! sse_servers = ["http://127.0.0.1:9000/sse"]
 //! stdio_servers = [{ name = "fetch", command = "uvx", args = ["mcp-server-fetch"] }]
+//! [secrets.STAGING_TOKEN]     # exported in the sandbox's shell, masked everywhere else
+//! env = "MY_STAGING_TOKEN"    # read from agentd's environment (or: value = "...")
+//! description = "API token of the staging server"
+//!
+//! [microagents]
+//! disabled = ["docker"]       # microagents not to use, by name
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -78,6 +85,7 @@ use crate::mcp::McpSection;
 use crate::memory::CondenserConfig;
 use crate::runtime::RuntimeKind;
 use crate::runtime::docker::Network;
+use crate::secrets::SecretSetting;
 
 /// Errors reading the settings file.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +142,21 @@ pub struct FileConfig {
     pub agent: AgentSection,
     /// The MCP servers whose tools the agent gets.
     pub mcp: Option<McpSection>,
+    /// Custom secrets, by the environment variable they are exported as in the sandbox.
+    #[serde(default)]
+    pub secrets: std::collections::BTreeMap<String, SecretSetting>,
+    /// Microagents.
+    #[serde(default)]
+    pub microagents: MicroagentsSection,
+}
+
+/// `[microagents]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MicroagentsSection {
+    /// Names of microagents not to use.
+    #[serde(default)]
+    pub disabled: Vec<String>,
 }
 
 /// `[agent]`: the CodeAct agent's tools and prompt.
@@ -173,6 +196,8 @@ pub struct DockerSection {
     pub host_ports: Option<Vec<u16>>,
     /// Read-only root file system.
     pub read_only: Option<bool>,
+    /// The most a sandbox may write (`10g`; `none`: no limit). Default 10g.
+    pub disk: Option<String>,
     /// The sandbox user, `UID` or `UID:GID` (default: the workspace's owner).
     pub uid: Option<String>,
     /// Allow sandboxes that run as root (default false: refused).

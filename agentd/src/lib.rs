@@ -8,6 +8,10 @@
 //! - `runtime`: sandboxes to execute actions in (local process, Docker container, remote);
 //! - `mcp`: the MCP servers a run uses (`[mcp]`), agentd's client of them, and what an `mcp`
 //!   observation says;
+//! - `recall`: the run's memory (microagents, workspace context) answering `recall` actions;
+//!   `secrets`: secret values exported to the sandbox and masked everywhere else;
+//!   `workspace`: the sandbox's workspace made ready before the agent starts (repository,
+//!   `setup.sh`, the pre-commit hook, secrets in the shell);
 //! - `session`: one headless run wiring them together; `trajectory`: recordings and replay;
 //! - `serve`: the runtime API service (`agentd serve`) that gives other agent hosts sandboxes;
 //! - `config`, `display`: the settings file and live progress of the CLI.
@@ -23,18 +27,21 @@ mod events;
 mod llm;
 mod mcp;
 mod memory;
+mod recall;
 mod runtime;
+mod secrets;
 mod serve;
 mod session;
 mod state;
 mod trajectory;
+mod workspace;
 
 pub use agent::codeact::tools::ToolSet;
 pub use agent::codeact::{CodeActAgent, CodeActConfig};
 pub use agent::{Agent, AgentError, ReplayAgent, ScriptedAgent, Step};
 pub use config::{
-    ConfigError, DockerSection, FileConfig, RemoteSection, ServeSection, default_sessions_dir,
-    new_session_id,
+    ConfigError, DockerSection, FileConfig, MicroagentsSection, RemoteSection, ServeSection,
+    default_sessions_dir, new_session_id,
 };
 pub use controller::{ControllerError, DEFAULT_MAX_ITERATIONS};
 pub use display::render as render_event;
@@ -44,14 +51,19 @@ pub use mcp::{
     McpFailure, McpHub, McpSection, McpSettings, McpSettingsError, RemoteEntry, RemoteServer,
     StdioArgs, StdioEntry, StdioEnv,
 };
+pub use recall::microagent::MicroagentError;
 pub use runtime::{
     LocalConfig, RemoteApiConfig, Runtime, RuntimeConfig, RuntimeError, RuntimeKind, SandboxDeath,
     error_id,
+};
+pub use secrets::{
+    LogMask, MaskError, MaskedStderr, SECRET_HIDDEN, Secret, SecretError, SecretMask, SecretSetting,
 };
 pub use serve::store::ClaimStoreError;
 pub use serve::{ServeConfig, ServeError, run as serve};
 pub use session::{ActionTally, Outcome, RunSpec, SessionError, run as run_session, session_dir};
 pub use state::{State, StateError};
+pub use workspace::{RepoOrigin, Repository, WorkspaceError, WorkspaceSpec};
 
 /// Sandbox containers on the Docker engine: the hardened configuration, images, the sandbox
 /// user policy, and the owner labels that let `gc` find orphans.

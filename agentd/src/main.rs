@@ -38,12 +38,14 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Log lines go to stderr with the run's secret values masked, once they are known.
+    let log_mask = agentd::LogMask::default();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "agentd=info,agentd::controller=warn".into()),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(log_mask.clone())
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -53,18 +55,18 @@ fn main() -> ExitCode {
             return ExitCode::from(cli::FAILURE);
         }
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, log_mask.clone())) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("agentd: {e:#}");
+            eprintln!("agentd: {}", log_mask.mask(&format!("{e:#}")));
             ExitCode::from(cli::FAILURE)
         }
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<u8> {
+async fn run(cli: Cli, log_mask: agentd::LogMask) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Run(args) => cli::run::run(*args).await,
+        Command::Run(args) => cli::run::run(*args, &log_mask).await,
         Command::Sandbox(command) => cli::sandbox::run(command).await,
         Command::Image(command) => cli::image::run(command).await,
         Command::Serve(args) => cli::serve::run(*args).await,

@@ -2,8 +2,12 @@
 //! the controller, wired through the event stream. This is what `agentd run` does.
 //!
 //! Subscribers of the stream: the controller (steps the agent), the runtime task (executes the
-//! agent's runnable actions and adds their observations), and the caller's `on_event` (live
-//! progress). A run ends when the controller reaches a final state; the sandbox is then closed.
+//! agent's runnable actions and adds their observations), the memory task (answers `recall`
+//! actions, see [`crate::recall`]), and the caller's `on_event` (live progress). Before the
+//! agent starts, the workspace is made ready in the sandbox ([`crate::workspace`]): secrets,
+//! repository, setup script, pre-commit hook, microagents. A run ends when the controller
+//! reaches a final state; the sandbox is then closed. A run resumed after it had failed starts
+//! with the reference's "Let's get back on track" user message.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,11 +17,16 @@ use protocol::{Action, AgentState, Event, EventSource, ObservationKind};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::agent::Agent;
-use crate::controller::{Controller, ControllerConfig, ControllerError, ControllerHandle};
+use crate::controller::{
+    BACK_ON_TRACK, Controller, ControllerConfig, ControllerError, ControllerHandle,
+};
 use crate::events::{EventLogError, EventStream};
 use crate::mcp::McpSettings;
+use crate::recall::{Memory, Recalled, WorkspaceContext};
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
+use crate::secrets::SecretMask;
 use crate::state::{STATE_FILE, State};
+use crate::workspace::{self, WorkspaceError, WorkspaceSpec};
 
 /// Errors that keep a run from starting or finishing (a run that ends in the `error` state is
 /// not one: see [`Outcome`]).
@@ -38,6 +47,12 @@ pub enum SessionError {
     /// A new run without a task.
     #[error("a new run needs a task")]
     NoTask,
+    /// The workspace could not be made ready (a clone, a secret's export).
+    #[error("the workspace could not be made ready: {0}")]
+    Workspace(#[from] WorkspaceError),
+    /// A built-in microagent does not parse (a bug of this build).
+    #[error(transparent)]
+    Microagent(#[from] crate::recall::microagent::MicroagentError),
 }
 
 /// What to run.
@@ -66,6 +81,8 @@ pub struct RunSpec {
     pub stop_on_signals: bool,
     /// The MCP servers whose tools the agent gets.
     pub mcp: McpSettings,
+    /// The repository, secrets and microagent settings of the workspace.
+    pub workspace: WorkspaceSpec,
 }
 
 /// How a run ended.
@@ -99,7 +116,8 @@ pub struct ActionTally {
     pub answered: usize,
     /// Of those: `error` observations, `read`/`edit` errors, commands that exited non-zero.
     pub failed: usize,
-    /// Of the failures: those that say permission was denied.
+    /// Of the failures: those that say permission was denied (a read-only file system
+    /// included: the place may not be written either way).
     pub denied: usize,
 }
 
@@ -127,8 +145,13 @@ impl ActionTally {
             tally.answered += 1;
             if failed {
                 tally.failed += 1;
-                if observation.content.contains("Permission denied")
-                    || observation.content.contains("Operation not permitted")
+                if [
+                    "Permission denied",
+                    "Operation not permitted",
+                    "Read-only file system",
+                ]
+                .iter()
+                .any(|text| observation.content.contains(text))
                 {
                     tally.denied += 1;
                 }
@@ -163,7 +186,8 @@ pub async fn run(
     if !spec.resume && spec.task.is_none() {
         return Err(SessionError::NoTask);
     }
-    let stream = EventStream::open(&dir)?;
+    let mask = SecretMask::new(&spec.workspace.all_secrets());
+    let stream = EventStream::open_masked(&dir, mask)?;
     let mut printed = stream.subscribe();
     let (printer_stop, mut stop) = oneshot::channel::<()>();
     let printer = tokio::spawn(async move {
@@ -185,6 +209,18 @@ pub async fn run(
     });
 
     let mut runtime = Runtime::start(&spec.runtime).await?;
+    let memory = match prepare_memory(&runtime, &stream, &spec.workspace).await {
+        Ok(memory) => memory,
+        Err(e) => {
+            if let Err(close) = runtime.close().await {
+                tracing::warn!(error = %close, "could not close the sandbox");
+            }
+            let _ = printer_stop.send(());
+            let _ = printer.await;
+            return Err(e);
+        }
+    };
+    // After the workspace is ready: a stdio server may use what it set up.
     let mut agent = spec.agent;
     if !spec.mcp.is_empty() {
         for failure in runtime.connect_mcp(&spec.mcp).await {
@@ -198,6 +234,7 @@ pub async fn run(
         max_budget_per_task: spec.max_budget,
         session_dir: Some(dir.clone()),
         headless: true,
+        recall: true,
     };
     let system = (!spec.resume).then(|| agent.system_message()).flatten();
     let controller = if spec.resume {
@@ -206,6 +243,13 @@ pub async fn run(
         Controller::new(stream.clone(), agent, config)
     };
     let pending = controller.pending_action();
+    let recalls = tokio::spawn(answer_recalls(
+        memory,
+        stream.clone(),
+        stream.subscribe(),
+        controller.pending_recall(),
+        controller.handle(),
+    ));
     let signals = spec
         .stop_on_signals
         .then(|| tokio::spawn(stop_on_signal(controller.handle())));
@@ -230,8 +274,17 @@ pub async fn run(
             })),
             EventSource::User,
         )?;
+    } else if controller.resumed_after_error() {
+        stream.add(
+            Action::from(ActionKind::Message(MessageArgs {
+                content: BACK_ON_TRACK.to_string(),
+                ..MessageArgs::default()
+            })),
+            EventSource::User,
+        )?;
     }
     let result = controller.run().await;
+    recalls.abort();
     if let Some(signals) = signals {
         signals.abort();
     }
@@ -325,7 +378,85 @@ async fn execute_one(
         controller.fail(format!("the sandbox died: {}", death.summary));
         return;
     }
-    if let Err(e) = stream.add(observation, EventSource::Environment) {
-        controller.fail(format!("cannot record an observation: {e}"));
+    match stream.answer(observation, EventSource::Environment) {
+        Ok(Some(_)) => {}
+        // The run ended meanwhile and the controller answered the action as not executed.
+        Ok(None) => tracing::warn!(
+            action = ?action.id,
+            "the action's observation came after the run had answered it as not executed; not recorded"
+        ),
+        Err(e) => controller.fail(format!("cannot record an observation: {e}")),
+    }
+}
+
+/// Makes the workspace ready and the run's memory of it: the built-in and workspace
+/// microagents (each file that cannot be used is reported and skipped) and the workspace
+/// context.
+async fn prepare_memory(
+    runtime: &Runtime,
+    stream: &EventStream,
+    spec: &WorkspaceSpec,
+) -> Result<Memory, SessionError> {
+    let prepared = workspace::prepare(runtime, stream, spec).await?;
+    for problem in &prepared.loaded.problems {
+        tracing::warn!("{problem}; skipped");
+    }
+    let (repo_name, repo_directory, repo_branch) = prepared.repository.unwrap_or_default();
+    let context = WorkspaceContext {
+        repo_name,
+        repo_directory,
+        repo_branch,
+        runtime_hosts: runtime.web_hosts(),
+        additional_agent_instructions: String::new(),
+        date: chrono::Utc::now().format("%Y-%m-%d").to_string(),
+        secrets: spec
+            .all_secrets()
+            .into_iter()
+            .map(|s| (s.name, s.description))
+            .collect(),
+        conversation_instructions: spec.conversation_instructions.clone(),
+        working_dir: prepared.working_dir,
+    };
+    let mut memory = Memory::new(context, spec.inputs.clone(), true)?;
+    for agent in prepared.loaded.microagents {
+        memory.add(agent);
+    }
+    memory.disable(&spec.disabled_microagents);
+    tracing::info!(microagents = ?memory.names(), "microagents loaded");
+    Ok(memory)
+}
+
+/// The memory's subscriber: answers each `recall` action (first the one a resumed run still
+/// waits for), or fails the run when a recall cannot be answered.
+async fn answer_recalls(
+    memory: Memory,
+    stream: EventStream,
+    mut events: mpsc::UnboundedReceiver<Arc<Event>>,
+    pending: Option<Arc<Event>>,
+    controller: ControllerHandle,
+) {
+    if let Some(event) = pending {
+        answer_recall(&memory, &stream, &event, &controller);
+    }
+    while let Some(event) = events.recv().await {
+        answer_recall(&memory, &stream, &event, &controller);
+    }
+}
+
+fn answer_recall(
+    memory: &Memory,
+    stream: &EventStream,
+    event: &Event,
+    controller: &ControllerHandle,
+) {
+    let Event::Action(action) = event else { return };
+    match memory.recall(action) {
+        Recalled::Answer(observation) => {
+            if let Err(e) = stream.answer(observation, EventSource::Environment) {
+                controller.fail(format!("cannot record the recall's answer: {e}"));
+            }
+        }
+        Recalled::Fail(reason) => controller.fail(reason),
+        Recalled::Ignored => {}
     }
 }

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use protocol::AgentState;
 use serde::{Deserialize, Serialize};
 
+use crate::secrets::SecretMask;
+
 /// The file name of the state in a session directory.
 pub(crate) const STATE_FILE: &str = "state.json";
 
@@ -141,15 +143,19 @@ impl State {
     /// Writes the state to `path` atomically: a temporary file next to it, renamed into place,
     /// so a reader (or a resume after a crash) sees the old state or the new one, never half.
     /// Not fsynced, like the event log: it survives the process, not a power cut.
-    pub fn save(&self, path: &Path) -> Result<(), StateError> {
+    /// Secret values (`mask`) are masked in what is written.
+    pub fn save(&self, path: &Path, mask: &SecretMask) -> Result<(), StateError> {
         let io = |source| StateError::Io {
             path: path.to_path_buf(),
             source,
         };
-        let json = serde_json::to_vec_pretty(self).map_err(|source| StateError::Format {
+        let format = |source| StateError::Format {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let mut value = serde_json::to_value(self).map_err(format)?;
+        mask.mask_json(&mut value);
+        let json = serde_json::to_vec_pretty(&value).map_err(format)?;
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use protocol::{Action, Event, EventSource, Observation, ObservationKind};
 
+use crate::secrets::SecretMask;
+
 /// Errors reading or writing a trajectory file.
 #[derive(Debug, thiserror::Error)]
 pub enum TrajectoryError {
@@ -29,17 +31,21 @@ pub enum TrajectoryError {
     },
 }
 
-/// Writes `events` to `path` as a JSON array (atomically: a temporary file renamed into place).
-pub fn save(path: &Path, events: &[Arc<Event>]) -> Result<(), TrajectoryError> {
+/// Writes `events` to `path` as a JSON array (atomically: a temporary file renamed into place),
+/// `mask`'s secret values masked.
+pub fn save(path: &Path, events: &[Arc<Event>], mask: &SecretMask) -> Result<(), TrajectoryError> {
     let io = |source| TrajectoryError::Io {
         path: path.display().to_string(),
         source,
     };
-    let list: Vec<&Event> = events.iter().map(|e| &**e).collect();
-    let json = serde_json::to_vec_pretty(&list).map_err(|source| TrajectoryError::Format {
+    let format = |source| TrajectoryError::Format {
         path: path.display().to_string(),
         source,
-    })?;
+    };
+    let list: Vec<&Event> = events.iter().map(|e| &**e).collect();
+    let mut value = serde_json::to_value(&list).map_err(format)?;
+    mask.mask_json(&mut value);
+    let json = serde_json::to_vec_pretty(&value).map_err(format)?;
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, json).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)

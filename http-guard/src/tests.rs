@@ -6,6 +6,7 @@ use axum::extract::Request;
 use axum::routing::get;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout};
 
 use super::{Limits, authenticated, serve};
@@ -20,6 +21,43 @@ fn patient() -> Limits {
         unauthenticated_idle_timeout: Duration::from_secs(60),
         eviction_age: Duration::from_secs(60),
         shutdown_grace: Some(Duration::from_secs(1)),
+    }
+}
+
+/// Patient limits but for a head deadline of 300 ms.
+fn head_deadline() -> Limits {
+    Limits {
+        header_read_timeout: Duration::from_millis(300),
+        ..patient()
+    }
+}
+
+/// Patient limits but for room for two connections, both of which may be strangers.
+fn two_connections() -> Limits {
+    Limits {
+        max_connections: 2,
+        max_unauthenticated: 2,
+        ..patient()
+    }
+}
+
+/// Patient limits but for the idle deadlines, in milliseconds: `strangers` for connections
+/// that have not authenticated, `known` for the others.
+fn idle_deadlines(strangers: u64, known: u64) -> Limits {
+    Limits {
+        unauthenticated_idle_timeout: Duration::from_millis(strangers),
+        idle_timeout: Duration::from_millis(known),
+        ..patient()
+    }
+}
+
+/// Patient limits but for room for `strangers` connections that have not authenticated, of
+/// which a newcomer may evict the oldest once it is `age` old.
+fn evicting(strangers: usize, age: Duration) -> Limits {
+    Limits {
+        max_unauthenticated: strangers,
+        eviction_age: age,
+        ..patient()
     }
 }
 
@@ -79,6 +117,19 @@ async fn get_on(stream: &mut TcpStream, path: &str) -> String {
     }
 }
 
+/// Starts `count` clients at once, each sending a GET of `path` on a connection of its own;
+/// each answers its answer's body.
+fn clients(addr: SocketAddr, count: usize, path: &'static str) -> Vec<JoinHandle<String>> {
+    (0..count)
+        .map(|_| {
+            tokio::spawn(async move {
+                let mut stream = TcpStream::connect(addr).await.unwrap();
+                get_on(&mut stream, path).await
+            })
+        })
+        .collect()
+}
+
 /// Waits (at most 5 s) for the server to close `stream`; how long that took.
 async fn closed(stream: &mut TcpStream) -> Duration {
     let started = Instant::now();
@@ -94,11 +145,7 @@ async fn closed(stream: &mut TcpStream) -> Duration {
 
 #[tokio::test]
 async fn a_head_that_never_completes_is_closed_at_the_deadline() {
-    let addr = start(Limits {
-        header_read_timeout: Duration::from_millis(300),
-        ..patient()
-    })
-    .await;
+    let addr = start(head_deadline()).await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream
         .write_all(b"GET /open HTTP/1.1\r\nhost: t\r\n")
@@ -113,11 +160,7 @@ async fn a_head_that_never_completes_is_closed_at_the_deadline() {
 
 #[tokio::test]
 async fn the_head_deadline_starts_again_with_each_request() {
-    let addr = start(Limits {
-        header_read_timeout: Duration::from_millis(300),
-        ..patient()
-    })
-    .await;
+    let addr = start(head_deadline()).await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
     assert_eq!(get_on(&mut stream, "/auth").await, "auth");
     // Idle and authenticated: the head deadline is not running.
@@ -130,12 +173,7 @@ async fn the_head_deadline_starts_again_with_each_request() {
 
 #[tokio::test]
 async fn strangers_idle_out_soon_and_authenticated_connections_later() {
-    let addr = start(Limits {
-        unauthenticated_idle_timeout: Duration::from_millis(200),
-        idle_timeout: Duration::from_millis(1500),
-        ..patient()
-    })
-    .await;
+    let addr = start(idle_deadlines(200, 1500)).await;
     let mut stranger = TcpStream::connect(addr).await.unwrap();
     let mut known = TcpStream::connect(addr).await.unwrap();
     assert_eq!(get_on(&mut stranger, "/open").await, "open");
@@ -150,24 +188,14 @@ async fn strangers_idle_out_soon_and_authenticated_connections_later() {
 
 #[tokio::test]
 async fn a_request_in_flight_outlives_the_idle_deadline() {
-    let addr = start(Limits {
-        idle_timeout: Duration::from_millis(100),
-        unauthenticated_idle_timeout: Duration::from_millis(100),
-        ..patient()
-    })
-    .await;
+    let addr = start(idle_deadlines(100, 100)).await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
     assert_eq!(get_on(&mut stream, "/slow").await, "slow");
 }
 
 #[tokio::test]
 async fn held_strangers_cannot_lock_a_client_out() {
-    let addr = start(Limits {
-        max_unauthenticated: 4,
-        eviction_age: Duration::from_millis(100),
-        ..patient()
-    })
-    .await;
+    let addr = start(evicting(4, Duration::from_millis(100))).await;
     // Twenty connections that send half a request and hold on (the head deadline is a minute).
     let mut held = Vec::new();
     for _ in 0..20 {
@@ -184,21 +212,8 @@ async fn held_strangers_cannot_lock_a_client_out() {
 
 #[tokio::test]
 async fn a_burst_of_new_clients_waits_instead_of_evicting_itself() {
-    let addr = start(Limits {
-        max_unauthenticated: 2,
-        eviction_age: Duration::from_secs(60),
-        ..patient()
-    })
-    .await;
-    let clients: Vec<_> = (0..50)
-        .map(|_| {
-            tokio::spawn(async move {
-                let mut stream = TcpStream::connect(addr).await.unwrap();
-                get_on(&mut stream, "/auth").await
-            })
-        })
-        .collect();
-    for client in clients {
+    let addr = start(evicting(2, Duration::from_secs(60))).await;
+    for client in clients(addr, 50, "/auth") {
         let answer = timeout(Duration::from_secs(10), client)
             .await
             .expect("every client is served")
@@ -209,12 +224,7 @@ async fn a_burst_of_new_clients_waits_instead_of_evicting_itself() {
 
 #[tokio::test]
 async fn at_the_cap_the_longest_idle_connection_makes_room() {
-    let addr = start(Limits {
-        max_connections: 2,
-        max_unauthenticated: 2,
-        ..patient()
-    })
-    .await;
+    let addr = start(two_connections()).await;
     let mut first = TcpStream::connect(addr).await.unwrap();
     let mut second = TcpStream::connect(addr).await.unwrap();
     assert_eq!(get_on(&mut first, "/auth").await, "auth");
@@ -227,20 +237,8 @@ async fn at_the_cap_the_longest_idle_connection_makes_room() {
 
 #[tokio::test]
 async fn past_the_cap_of_busy_connections_a_new_one_waits_its_turn() {
-    let addr = start(Limits {
-        max_connections: 2,
-        max_unauthenticated: 2,
-        ..patient()
-    })
-    .await;
-    let busy: Vec<_> = (0..2)
-        .map(|_| {
-            tokio::spawn(async move {
-                let mut stream = TcpStream::connect(addr).await.unwrap();
-                get_on(&mut stream, "/slow").await
-            })
-        })
-        .collect();
+    let addr = start(two_connections()).await;
+    let busy = clients(addr, 2, "/slow");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
     let mut third = TcpStream::connect(addr).await.unwrap();

@@ -210,6 +210,7 @@ tar --numeric-owner -C "$rootfs" -c --exclude='./dev/*' --exclude='./proc/*' \
     --change 'ENV LANG=C.UTF-8' \
     --change "ENV VIRTUAL_ENV=$venv" \
     --change "LABEL $recipe_label=$recipe" \
+    --change "LABEL dev.sandboxd.writable=$venv" \
     --change 'ENTRYPOINT ["/usr/bin/tini", "--"]' \
     --change 'CMD ["/bin/bash"]' \
     --message "sandboxd base: debootstrap $suite minbase + ${packages[*]}" \

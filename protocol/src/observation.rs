@@ -87,7 +87,7 @@ pub enum ObservationKind {
     /// stream, only in the view an agent builds from a `condensation` action's `summary`.
     Condense(EmptyExtras),
     /// The answer to a `call_tool_mcp` action (OpenHands' `MCPObservation`); `content` is the
-    /// tool's result as JSON (docs/protocol.md §12).
+    /// tool's result as JSON (docs/protocol.md §13).
     Mcp(McpExtras),
 }
 
@@ -253,6 +253,8 @@ pub struct RecallExtras {
     pub repo_name: String,
     /// Where the repository is.
     pub repo_directory: String,
+    /// The branch checked out, when known.
+    pub repo_branch: String,
     /// The repository's instructions (its microagent).
     pub repo_instructions: String,
     /// Hosts the runtime exposes, with their ports.

@@ -41,20 +41,30 @@ fn one() -> f64 {
     1.0
 }
 
-/// Body of a successful `POST /start`.
+/// How a caller reaches its sandbox: the keys `POST /start` and `GET /sessions/{sid}` both
+/// answer, in this order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StartResponse {
+pub struct RuntimeAccess {
     /// The sandbox's id for `/runtime/{id}`, `/stop`, `/pause`, `/resume`.
     pub runtime_id: String,
     /// The data plane's base URL (sandboxd), reachable from the caller.
     pub url: String,
-    /// The key to send to the data plane as `X-Session-API-Key`; only the caller learns it.
+    /// The key to send to the data plane as `X-Session-API-Key`; answered only to the API key
+    /// that started the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_api_key: Option<String>,
     /// The agent's app ports: the URL the caller reaches each at → the port the agent's
     /// server listens on inside the sandbox (also `APP_PORT_1`... in its environment).
     #[serde(default)]
     pub work_hosts: BTreeMap<String, u16>,
+}
+
+/// Body of a successful `POST /start`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartResponse {
+    /// The sandbox and its data plane.
+    #[serde(flatten)]
+    pub access: RuntimeAccess,
     /// The image the sandbox runs: the one asked for, the local image the operator mapped it
     /// to, or the service's default for an image it does not have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,16 +109,9 @@ pub enum PodStatus {
 pub struct SessionResponse {
     /// Running, paused or stopped.
     pub status: SessionStatus,
-    /// The sandbox's id.
-    pub runtime_id: String,
-    /// The data plane's base URL.
-    pub url: String,
-    /// The data plane's key; answered only to the API key that started the session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_api_key: Option<String>,
-    /// Application URLs and their ports.
-    #[serde(default)]
-    pub work_hosts: BTreeMap<String, u16>,
+    /// The sandbox and its data plane.
+    #[serde(flatten)]
+    pub access: RuntimeAccess,
 }
 
 /// Body of a successful `GET /runtime/{id}`.

@@ -2,6 +2,7 @@
 
 use protocol::action::{ActionKind, CmdRunArgs, ThinkArgs};
 use protocol::observation::{CmdOutputExtras, CmdOutputMetadata};
+use protocol::runtime_api::{RuntimeAccess, SessionResponse, SessionStatus, StartResponse};
 use protocol::{Action, ActionType, Observation, ObservationKind};
 
 #[test]
@@ -153,4 +154,47 @@ fn mcp_actions_and_observations_have_the_reference_s_shape() {
     let back: protocol::Event =
         serde_json::from_value(serde_json::to_value(&observation).unwrap()).unwrap();
     assert_eq!(back, observation);
+}
+
+/// `/start` and `/sessions/{sid}` share their sandbox's keys ([`RuntimeAccess`], flattened):
+/// the keys stay at the top level, in the order OpenHands' runtime API writes them.
+#[test]
+fn runtime_api_answers_keep_their_flat_keys_in_order() {
+    let access = RuntimeAccess {
+        runtime_id: "rt-1".to_string(),
+        url: "http://127.0.0.1:32768".to_string(),
+        session_api_key: Some("k".to_string()),
+        work_hosts: [("http://127.0.0.1:32769".to_string(), 12000)].into(),
+    };
+    let start = StartResponse {
+        access: access.clone(),
+        image: Some("img".to_string()),
+    };
+    let start_json = r#"{"runtime_id":"rt-1","url":"http://127.0.0.1:32768","session_api_key":"k","work_hosts":{"http://127.0.0.1:32769":12000},"image":"img"}"#;
+    assert_eq!(serde_json::to_string(&start).unwrap(), start_json);
+    assert_eq!(
+        serde_json::from_str::<StartResponse>(start_json).unwrap(),
+        start
+    );
+    let session = SessionResponse {
+        status: SessionStatus::Paused,
+        access: RuntimeAccess {
+            session_api_key: None,
+            work_hosts: Default::default(),
+            ..access
+        },
+    };
+    let session_json =
+        r#"{"status":"paused","runtime_id":"rt-1","url":"http://127.0.0.1:32768","work_hosts":{}}"#;
+    assert_eq!(serde_json::to_string(&session).unwrap(), session_json);
+    assert_eq!(
+        serde_json::from_str::<SessionResponse>(session_json).unwrap(),
+        session
+    );
+    // Missing optional keys decode to their defaults, unknown ones are ignored.
+    let minimal: SessionResponse =
+        serde_json::from_str(r#"{"status":"running","runtime_id":"r","url":"u","extra":1}"#)
+            .unwrap();
+    assert_eq!(minimal.access.session_api_key, None);
+    assert!(minimal.access.work_hosts.is_empty());
 }

@@ -5,7 +5,8 @@
 //! A rule is a host name (`example.com`), optionally with a TCP port (`example.com:443`); a
 //! leading `*.` allows every subdomain but not the name itself (`*.pypi.org:443` allows
 //! `files.pypi.org` and `a.b.pypi.org`, not `pypi.org`). Names are compared without case and
-//! without a trailing dot.
+//! without a trailing dot. The `:PORT` suffix is [`split_port`]'s, which agentd's rules by
+//! address (`10.0.0.0/8:5432`) share.
 
 use std::fmt;
 use std::str::FromStr;
@@ -56,6 +57,19 @@ impl DomainRule {
     }
 }
 
+/// An egress rule (by name, or agentd's by address) split at its last `:` into what it allows
+/// and its TCP port, 1 to 65535 (`None` without a colon); `Err` holds the text after the colon
+/// when it is not such a port.
+pub fn split_port(rule: &str) -> Result<(&str, Option<u16>), &str> {
+    match rule.rsplit_once(':') {
+        Some((destination, port)) => match port.parse::<u16>() {
+            Ok(p) if p > 0 => Ok((destination, Some(p))),
+            _ => Err(port),
+        },
+        None => Ok((rule, None)),
+    }
+}
+
 /// `host` lower-cased and without its trailing dot, if it is a valid DNS host name: labels of
 /// 1 to 63 letters, digits, `-` and `_` (not starting or ending with `-`), 253 bytes at most,
 /// and not all digits and dots (an IPv4 address is not a name).
@@ -98,17 +112,8 @@ impl FromStr for DomainRule {
             rule: s.to_string(),
             reason,
         };
-        let (host, port) = match s.rsplit_once(':') {
-            Some((host, port)) => {
-                let port = port
-                    .parse::<u16>()
-                    .ok()
-                    .filter(|&p| p > 0)
-                    .ok_or_else(|| error(format!("bad port {port:?} (1 to 65535)")))?;
-                (host, Some(port))
-            }
-            None => (s, None),
-        };
+        let (host, port) =
+            split_port(s).map_err(|port| error(format!("bad port {port:?} (1 to 65535)")))?;
         let (wildcard, host) = match host.strip_prefix("*.") {
             Some(rest) => (true, rest),
             None => (false, host),

@@ -17,6 +17,10 @@
 //! - `egress`: domain rules of a sandbox's egress policy (`example.com:443`, `*.pypi.org`):
 //!   agentd parses them from settings, sandboxd's filtering proxy matches connections against
 //!   them.
+//! - `modes`: the first arguments that select sandboxd's hidden modes agentd starts it in
+//!   (the local sandbox's keeper, the egress proxy).
+//! - `shell`: quoting a string as one bash word (sandboxd's set-up line, agentd's workspace
+//!   commands).
 //! - `timeout`: the range of durations an action or a setting may ask for; agentd refuses a
 //!   model's timeout outside it before sandboxd would.
 //! - `tools`: the sandbox's tools as a model sees them (names, descriptions, schemas) and how a
@@ -30,20 +34,23 @@
 
 mod egress;
 mod mcp;
+pub mod modes;
 mod procstat;
 mod pyrepr;
 mod random;
 mod render;
+mod shell;
 mod timeout;
 mod tools;
 mod truncate;
 
-pub use egress::{DomainRule, DomainRuleError, normalize_host};
+pub use egress::{DomainRule, DomainRuleError, normalize_host, split_port};
 pub use mcp::{MCP_REQUEST_TIMEOUT, McpServerError, check_stdio_server, mcp_timeout_message};
 pub use procstat::ProcStat;
 pub use pyrepr::py_repr_str;
 pub use random::{RandomError, random_hex};
 pub use render::{IPYTHON_IMAGE_LINE, render_edit, render_ipython, render_run};
+pub use shell::shell_quote;
 pub use timeout::{MAX_TIMEOUT_SECONDS, TimeoutError, timeout_duration};
 pub use tools::{
     EXECUTE_BASH, EXECUTE_IPYTHON_CELL, STR_REPLACE_EDITOR, ToolAction, ToolArgs, ToolCallError,

@@ -8,9 +8,11 @@
 //!
 //! The library exists for the `sandboxd` binary: [`run`] serves until a shutdown signal,
 //! [`await_configuration`] and [`exec_configured`] are the pre-started mode,
-//! [`exec_as_if_requested`] is the hidden privilege-dropping mode, and [`run_egress_proxy`]
-//! the hidden egress filtering proxy mode (`sandboxd --egress-proxy`) agentd runs per Docker
-//! engine for sandboxes whose policy names domains. The error types are public
+//! [`exec_as_if_requested`] is the hidden privilege-dropping mode, [`keep_if_requested`] the
+//! hidden keeper mode (a subreaper parent that kills whatever sandboxd leaves behind, for
+//! agentd's local runtime), and [`run_egress_proxy`] the hidden egress filtering proxy mode
+//! (`sandboxd --egress-proxy`) agentd runs per Docker engine for sandboxes whose policy names
+//! domains. The error types are public
 //! because [`RunError`] carries them; everything else is private to the crate.
 
 mod agent_procs;
@@ -22,6 +24,7 @@ mod egress;
 mod executor;
 mod files;
 mod ipython;
+mod keeper;
 mod listen;
 mod mcp;
 mod observations;
@@ -39,6 +42,7 @@ pub use bash::{ShellError, SpawnError};
 pub use config::Cli;
 pub use egress::{EGRESS_PROXY_FLAG, EgressProxyCli, EgressProxyError, run_egress_proxy};
 pub use executor::StartError;
+pub use keeper::keep_if_requested;
 pub use listen::ListenAddr;
 pub use user::{UserError, exec_as_if_requested, regain_root};
 

@@ -5,6 +5,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Hidden mode: the subreaper parent of a local sandboxd (see `sandboxd::keep_if_requested`).
+    if let Some(code) = sandboxd::keep_if_requested() {
+        return code;
+    }
     // Hidden mode used to start the shell as the sandbox user (see `sandboxd::exec_as_if_requested`).
     if let Some(error) = sandboxd::exec_as_if_requested() {
         eprintln!("sandboxd: {error}");
@@ -32,38 +36,22 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        // Blocking threads, once made, stay: see `reserve_blocking_threads`.
-        .thread_keep_alive(BLOCKING_THREAD_KEEP_ALIVE)
-        .build()
-    {
+    init_logging();
+    let runtime = match start_runtime(
+        tokio::runtime::Builder::new_multi_thread()
+            // Blocking threads, once made, stay: see `reserve_blocking_threads`.
+            .thread_keep_alive(BLOCKING_THREAD_KEEP_ALIVE),
+    ) {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("sandboxd: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     reserve_blocking_threads(&runtime);
     if cli.await_configuration {
-        let waiting = runtime.block_on(async {
-            let shutdown = shutdown_signal();
+        let waiting = serve_until_signal(runtime, |shutdown| {
             sandboxd::await_configuration(&cli, shutdown, |addr| {
-                #[allow(clippy::print_stdout, reason = "the one line the service reads")]
-                {
-                    println!("sandboxd awaiting configuration on {addr}");
-                }
+                announce(format_args!("sandboxd awaiting configuration on {addr}"));
             })
-            .await
         });
-        runtime.shutdown_timeout(std::time::Duration::from_secs(1));
         return match waiting {
             Ok(Some(request)) => {
                 let error = sandboxd::exec_configured(&request);
@@ -71,32 +59,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
             Ok(None) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("sandboxd: {e}");
-                ExitCode::from(e.exit_code())
-            }
+            Err(e) => failed(&e, e.exit_code()),
         };
     }
-    let result = runtime.block_on(async {
-        // Handlers first: a SIGTERM sent right after the listening line must shut down cleanly
-        // (and remove a Unix socket), not kill the process.
-        let shutdown = shutdown_signal();
+    let result = serve_until_signal(runtime, |shutdown| {
         sandboxd::run(cli, shutdown, |addr| {
             // `http://IP:PORT` or `unix:PATH`.
-            #[allow(clippy::print_stdout, reason = "the one line tests and scripts read")]
-            {
-                println!("sandboxd listening on {addr}");
-            }
+            announce(format_args!("sandboxd listening on {addr}"));
         })
-        .await
     });
-    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
-            eprintln!("sandboxd: {e}");
-            ExitCode::from(e.exit_code())
+            failed(&e, e.exit_code())
         }
     }
 }
@@ -108,6 +84,24 @@ fn egress_proxy() -> ExitCode {
         .filter(|(i, _)| *i != 1)
         .map(|(_, a)| a);
     let cli = sandboxd::EgressProxyCli::parse_from(args);
+    init_logging();
+    let runtime = match start_runtime(&mut tokio::runtime::Builder::new_multi_thread()) {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let result = serve_until_signal(runtime, |shutdown| {
+        sandboxd::run_egress_proxy(cli, shutdown, |addr| {
+            announce(format_args!("sandboxd egress proxy listening on {addr}"));
+        })
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => failed(&e, 1),
+    }
+}
+
+/// Logs to stderr, at `info` unless `RUST_LOG` says otherwise.
+fn init_logging() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -115,45 +109,64 @@ fn egress_proxy() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("sandboxd: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+}
+
+/// Builds the async runtime `builder` describes (with every driver); a failure is said on
+/// stderr and is the exit status.
+fn start_runtime(
+    builder: &mut tokio::runtime::Builder,
+) -> Result<tokio::runtime::Runtime, ExitCode> {
+    builder.enable_all().build().map_err(|e| {
+        eprintln!("sandboxd: cannot start the async runtime: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+/// What the serving futures are given: resolves on SIGTERM or SIGINT.
+type Shutdown = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Runs `serve` on `runtime` until it ends (it is handed the shutdown signal, whose handlers
+/// are installed first: a SIGTERM sent right after the line a mode prints must shut down
+/// cleanly, and remove a Unix socket, not kill the process), then gives the runtime's tasks a
+/// second to finish.
+fn serve_until_signal<F: std::future::Future>(
+    runtime: tokio::runtime::Runtime,
+    serve: impl FnOnce(Shutdown) -> F,
+) -> F::Output {
     let result = runtime.block_on(async {
         let shutdown = shutdown_signal();
-        sandboxd::run_egress_proxy(cli, shutdown, |addr| {
-            #[allow(clippy::print_stdout, reason = "the one line agentd reads")]
-            {
-                println!("sandboxd egress proxy listening on {addr}");
-            }
-        })
-        .await
+        serve(shutdown).await
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("sandboxd: {e}");
-            ExitCode::FAILURE
-        }
+    result
+}
+
+/// Prints the one line on stdout that says where a mode listens.
+fn announce(line: std::fmt::Arguments<'_>) {
+    #[allow(
+        clippy::print_stdout,
+        reason = "the one line tests, scripts, agentd and the runtime API service read"
+    )]
+    {
+        println!("{line}");
     }
+}
+
+/// Says `error` on stderr; `code` is the exit status.
+fn failed(error: &dyn std::fmt::Display, code: u8) -> ExitCode {
+    eprintln!("sandboxd: {error}");
+    ExitCode::from(code)
 }
 
 /// Installs the SIGTERM and SIGINT handlers now (inside the runtime); the future resolves on
 /// the first of them.
-fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+fn shutdown_signal() -> Shutdown {
     use tokio::signal::unix::{SignalKind, signal};
     let handlers = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
     );
-    async move {
+    Box::pin(async move {
         let (Ok(mut term), Ok(mut int)) = handlers else {
             std::future::pending::<()>().await;
             return;
@@ -162,7 +175,7 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
-    }
+    })
 }
 
 /// How long an idle blocking thread is kept: longer than any sandbox lives.

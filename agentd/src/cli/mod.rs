@@ -47,6 +47,44 @@ pub fn parse_bytes(s: &str) -> Result<i64, String> {
         .ok_or_else(|| format!("{s:?} is too large"))
 }
 
+/// `--disk` / `[docker] disk`: a sandbox's disk limit, a size like `10g`, or `none` for no
+/// limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskSize(pub Option<u64>);
+
+impl std::str::FromStr for DiskSize {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<DiskSize, String> {
+        if s.trim().eq_ignore_ascii_case("none") {
+            return Ok(DiskSize(None));
+        }
+        match parse_bytes(s)? {
+            n if n > 0 => Ok(DiskSize(Some(n as u64))),
+            _ => Err(format!(
+                "{s:?} is not a disk size: give one like 10g, or `none` for no limit"
+            )),
+        }
+    }
+}
+
+impl DiskSize {
+    /// The flag, else `[docker] disk`, else `None` (the default stays).
+    pub fn from_flag_or_file(
+        flag: Option<DiskSize>,
+        file: Option<&str>,
+    ) -> anyhow::Result<Option<DiskSize>> {
+        match (flag, file) {
+            (Some(disk), _) => Ok(Some(disk)),
+            (None, Some(text)) => text
+                .parse()
+                .map(Some)
+                .map_err(|e| anyhow::anyhow!("[docker] disk: {e}")),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
 /// SIGTERM or SIGINT (Ctrl-C), handlers installed now.
 pub fn stop_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};

@@ -10,6 +10,7 @@ use agentd::{Agent, ReplayAgent};
 use agentd::{CodeActAgent, CodeActConfig};
 use agentd::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
 use agentd::{FileConfig, RemoteEntry, default_sessions_dir, new_session_id};
+use agentd::{LogMask, RepoOrigin, Repository, Secret, SecretMask, WorkspaceSpec};
 use agentd::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
 use agentd::{RunSpec, run_session};
 use agentd::{render_event, trajectories as trajectory};
@@ -17,7 +18,7 @@ use anyhow::Context;
 use clap::Args;
 use protocol::{Action, Event};
 
-use super::{parse_bytes, set};
+use super::{DiskSize, parse_bytes, set};
 
 /// Exit status of a command line that cannot work.
 const USAGE: u8 = 2;
@@ -105,6 +106,9 @@ pub struct RunArgs {
     /// root needs to install packages); default off: sudo says the policy forbids it.
     #[arg(long, env = "AGENTD_SUDO")]
     sudo: bool,
+    /// Docker runtime: the most the sandbox may write, e.g. 10g (the default), or `none`.
+    #[arg(long, env = "AGENTD_DISK", value_name = "SIZE|none")]
+    disk: Option<DiskSize>,
     /// Remote runtime: sandboxd's URL.
     #[arg(long, env = "SANDBOX_URL")]
     remote_url: Option<String>,
@@ -134,10 +138,45 @@ pub struct RunArgs {
     /// (repeatable; added to `[mcp] stdio_servers`).
     #[arg(long = "mcp-stdio", value_name = "NAME=COMMAND ARGS")]
     mcp_stdio: Vec<String>,
+    /// The repository to work on: OWNER/NAME (on GitHub) or a git URL, cloned with git into the
+    /// sandbox's working directory (a clone already there is kept); with --repo-dir, its name
+    /// only. The token for an https URL comes from --git-token-env, else GITHUB_TOKEN,
+    /// GITLAB_TOKEN or BITBUCKET_TOKEN by host; it is exported in the sandbox and masked.
+    #[arg(long, env = "AGENTD_REPO", value_name = "OWNER/NAME|URL")]
+    repo: Option<String>,
+    /// The repository is already in the workspace at PATH (relative to the sandbox's working
+    /// directory): nothing is cloned.
+    #[arg(long, env = "AGENTD_REPO_DIR", value_name = "PATH")]
+    repo_dir: Option<String>,
+    /// The branch to check out after cloning (default: a new openhands-workspace-XXXXXXXX).
+    #[arg(long, requires = "repo")]
+    branch: Option<String>,
+    /// The environment variable of agentd that holds the clone's token.
+    #[arg(long, value_name = "VAR", requires = "repo")]
+    git_token_env: Option<String>,
+    /// A secret for the agent: the value of agentd's environment variable NAME, exported under
+    /// that name in the sandbox's shell, described to the agent by name (and DESCRIPTION), and
+    /// masked as <secret_hidden> in events, logs, trajectories and LLM requests. Repeatable;
+    /// also [secrets.NAME] in the settings file.
+    #[arg(long = "secret", value_name = "NAME[=DESCRIPTION]")]
+    secrets: Vec<String>,
+    /// An input of a task microagent (`/name`), so that a headless run need not ask for it.
+    /// Repeatable.
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    inputs: Vec<String>,
+    /// Instructions for this run, shown to the agent with the workspace context.
+    #[arg(long, value_name = "TEXT")]
+    conversation_instructions: Option<String>,
 }
 
-pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
+pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     let file = super::settings(args.config.as_deref())?;
+    let workspace = match workspace_spec(&args, &file) {
+        Ok(workspace) => workspace,
+        Err(message) => return usage(&message),
+    };
+    let mask = SecretMask::new(&workspace.all_secrets());
+    log_mask.set(mask.clone());
     let recorded = match &args.replay {
         Some(path) => Some(trajectory::load(path)?),
         None => None,
@@ -177,7 +216,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
                     "no agent: pass --model (or set LLM_MODEL, or [llm] model in --config) for                      the CodeAct agent, or --script FILE or --replay FILE",
                 );
             }
-            Box::new(codeact(llm, &file)?)
+            Box::new(codeact(llm, &file, mask.clone())?)
         }
     };
     let task = match (&args.task, &args.task_file, &recorded) {
@@ -243,6 +282,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     docker.allow_root = args.allow_root || file.docker.allow_root.unwrap_or(false);
     docker.sudo = args.sudo || file.docker.sudo.unwrap_or(false);
+    if let Some(DiskSize(bytes)) =
+        DiskSize::from_flag_or_file(args.disk, file.docker.disk.as_deref())?
+    {
+        docker.disk_bytes = bytes;
+    }
     if runtime.kind == RuntimeKind::Docker {
         // Refused before the session exists: a sandbox that could not write its workspace, or
         // one as root against the policy, would fail every action of the run.
@@ -295,6 +339,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         max_budget: args.max_budget.or(file.max_budget),
         stop_on_signals: true,
         mcp,
+        workspace,
     };
     let json = args.json;
     eprintln!("agentd: session {session_id}");
@@ -308,7 +353,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         state
             .last_error
             .as_ref()
-            .map(|e| format!(": {e}"))
+            .map(|e| format!(": {}", mask.mask(e)))
             .unwrap_or_default(),
         outcome.dir.display()
     );
@@ -331,7 +376,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         );
     }
     if let Some(path) = &args.save_trajectory {
-        trajectory::save(path, &outcome.stream.all())?;
+        trajectory::save(path, &outcome.stream.all(), &mask)?;
         eprintln!("agentd: trajectory saved to {}", path.display());
     }
     if let Some(recorded) = recorded {
@@ -362,7 +407,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
 
 /// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
 /// the model's calls on stderr.
-fn codeact(llm: LlmConfig, file: &FileConfig) -> anyhow::Result<CodeActAgent> {
+fn codeact(llm: LlmConfig, file: &FileConfig, mask: SecretMask) -> anyhow::Result<CodeActAgent> {
     let system_prompt = match &file.agent.system_prompt_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
@@ -373,12 +418,13 @@ fn codeact(llm: LlmConfig, file: &FileConfig) -> anyhow::Result<CodeActAgent> {
     let model = llm.model.clone();
     let llm = Llm::new(llm)
         .with_context(|| format!("cannot set up the model {model}"))?
-        .with_retry_listener(std::sync::Arc::new(|notice: &RetryNotice| {
+        .with_secret_mask(mask.clone())
+        .with_retry_listener(std::sync::Arc::new(move |notice: &RetryNotice| {
             eprintln!(
                 "agentd: the model's call failed (attempt {}/{}): {}; retrying in {:.1} s",
                 notice.attempt,
                 notice.max_attempts,
-                notice.error,
+                mask.mask(&notice.error),
                 notice.wait.as_secs_f64()
             );
         }));
@@ -392,6 +438,66 @@ fn codeact(llm: LlmConfig, file: &FileConfig) -> anyhow::Result<CodeActAgent> {
         condenser: file.condenser.clone().unwrap_or_default(),
     };
     CodeActAgent::new(llm, config).context("cannot set up the CodeAct agent")
+}
+
+/// The workspace settings of the flags and the file: repository, secrets, task inputs,
+/// instructions, disabled microagents. `Err` says what is wrong.
+fn workspace_spec(args: &RunArgs, file: &FileConfig) -> Result<WorkspaceSpec, String> {
+    let env = |name: &str| std::env::var(name).ok();
+    let repository = match (&args.repo, &args.repo_dir) {
+        (spec, Some(dir)) => {
+            let dir = dir.trim_end_matches('/');
+            if dir.is_empty() || dir.starts_with('/') || dir.split('/').any(|p| p == "..") {
+                return Err(format!(
+                    "--repo-dir {dir:?}: give a path inside the working directory"
+                ));
+            }
+            let name = spec
+                .clone()
+                .unwrap_or_else(|| dir.rsplit('/').next().unwrap_or(dir).to_string());
+            Some(Repository {
+                name,
+                origin: RepoOrigin::Dir(dir.to_string()),
+            })
+        }
+        (Some(spec), None) => Some(
+            Repository::clone_of(
+                spec,
+                None,
+                args.branch.clone(),
+                args.git_token_env.as_deref(),
+                env,
+            )
+            .map_err(|e| e.to_string())?,
+        ),
+        (None, None) => None,
+    };
+    let mut secrets = Vec::new();
+    for (name, setting) in &file.secrets {
+        secrets.push(Secret::from_setting(name, setting, env).map_err(|e| e.to_string())?);
+    }
+    for flag in &args.secrets {
+        let (name, description) = flag.split_once('=').unwrap_or((flag.as_str(), ""));
+        let value = env(name).ok_or_else(|| {
+            format!("--secret {name}: the environment variable {name} is not set")
+        })?;
+        secrets.retain(|s: &Secret| s.name != name);
+        secrets.push(Secret::new(name, value, description).map_err(|e| e.to_string())?);
+    }
+    let mut inputs = std::collections::BTreeMap::new();
+    for flag in &args.inputs {
+        let Some((name, value)) = flag.split_once('=') else {
+            return Err(format!("--input {flag:?}: give NAME=VALUE"));
+        };
+        inputs.insert(name.to_string(), value.to_string());
+    }
+    Ok(WorkspaceSpec {
+        repository,
+        secrets,
+        inputs,
+        conversation_instructions: args.conversation_instructions.clone().unwrap_or_default(),
+        disabled_microagents: file.microagents.disabled.clone(),
+    })
 }
 
 /// A command line that cannot work: said on stderr, exit status 2 (as clap does).

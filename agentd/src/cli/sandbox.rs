@@ -16,12 +16,12 @@ use clap::{Args, Subcommand};
 use client::ObservationExt;
 
 use super::image::{SandboxdArg, with_build_progress};
-use super::{FAILURE, parse_bytes, stop_signal};
+use super::{DiskSize, FAILURE, parse_bytes, stop_signal};
 
 #[derive(Debug, Subcommand)]
 pub enum SandboxCommand {
     /// Start a sandbox and print its URL and session API key.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// List the sandboxes this runtime manages.
     Ls {
         /// Print JSON.
@@ -98,6 +98,11 @@ pub struct UpArgs {
     /// Mount the image read-only (with tmpfs at /tmp and the home directory).
     #[arg(long)]
     read_only: bool,
+    /// The most the sandbox may write, e.g. 512m, 10g; `none` for no limit. Enforced by the
+    /// storage driver's quota, or else by a disk of the sandbox's own with a read-only root;
+    /// `up` says which.
+    #[arg(long, env = "AGENTD_DISK", default_value = "10g")]
+    disk: DiskSize,
     /// Let the sandbox user use sudo (turns off no-new-privileges; adds capabilities).
     #[arg(long)]
     sudo: bool,
@@ -134,7 +139,7 @@ pub struct UpArgs {
 pub async fn run(command: SandboxCommand) -> anyhow::Result<u8> {
     let docker = DockerHost::connect()?;
     match command {
-        SandboxCommand::Up(args) => up(&docker, args).await,
+        SandboxCommand::Up(args) => up(&docker, *args).await,
         SandboxCommand::Ls { json } => ls(&docker, json).await,
         SandboxCommand::Exec {
             id,
@@ -176,6 +181,7 @@ async fn up(docker: &DockerHost, args: UpArgs) -> anyhow::Result<u8> {
         host_ports: args.host_ports,
         egress_hosts: args.egress_hosts.into_iter().collect(),
         read_only_root: args.read_only,
+        disk_bytes: args.disk.0,
         sudo: args.sudo,
         ready_timeout: Duration::from_secs(args.ready_timeout),
         name: args.name,
@@ -205,6 +211,7 @@ fn print_sandbox(sandbox: &SandboxContainer, json: bool) -> anyhow::Result<()> {
         println!("name: {}", sandbox.name);
         println!("url:  {}", sandbox.url);
         println!("key:  {}", sandbox.session_api_key);
+        println!("disk: {}", sandbox.disk);
         println!(
             "try:  SANDBOX_URL={} SESSION_API_KEY={} sbx run 'echo hello'",
             sandbox.url, sandbox.session_api_key

@@ -11,7 +11,7 @@ use agentd::ServeConfig;
 use anyhow::Context;
 use clap::Args;
 
-use super::{parse_bytes, set, stop_signal};
+use super::{DiskSize, parse_bytes, set, stop_signal};
 
 /// Exit status when the address cannot be bound.
 const CANNOT_BIND: u8 = 3;
@@ -64,6 +64,9 @@ pub struct ServeArgs {
     /// Process limit of a sandbox.
     #[arg(long)]
     pids: Option<i64>,
+    /// The most a sandbox may write, e.g. 10g (the default), or `none` (also `[docker] disk`).
+    #[arg(long, env = "AGENTD_DISK", value_name = "SIZE|none")]
+    disk: Option<DiskSize>,
     /// HTTP connections served at once (more wait in the backlog); a tenth of them at most,
     /// and 16 at least, may be without a valid key.
     #[arg(long, env = "AGENTD_SERVE_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -143,6 +146,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     config.sandboxd_binary = args.sandboxd.or(file.sandboxd);
     set(&mut config.sandbox.network, file.docker.network);
     set(&mut config.sandbox.read_only_root, file.docker.read_only);
+    if let Some(DiskSize(bytes)) =
+        DiskSize::from_flag_or_file(args.disk, file.docker.disk.as_deref())?
+    {
+        config.sandbox.disk_bytes = bytes;
+    }
     if let Some(egress) = &file.docker.egress {
         config.sandbox.egress = egress
             .policy()

@@ -2,37 +2,42 @@
 
 use super::*;
 
-#[test]
-fn a_full_file_parses_and_typos_are_errors() {
+/// Loads a settings file holding `text`.
+fn load(text: &str) -> Result<FileConfig, ConfigError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agentd.toml");
-    std::fs::write(
-            &path,
-            "runtime = \"docker\"\nmax_iterations = 7\n[docker]\nnetwork = \"none\"\nmemory = \"1g\"\n[remote]\nurl = \"http://x:1\"\n",
-        )
-        .unwrap();
-    let config = FileConfig::load(&path).unwrap();
+    std::fs::write(&path, text).unwrap();
+    FileConfig::load(&path)
+}
+
+#[test]
+fn a_full_file_parses_and_typos_are_errors() {
+    let config = load(
+        "runtime = \"docker\"\nmax_iterations = 7\n\
+         [docker]\nnetwork = \"none\"\nmemory = \"1g\"\n\
+         [remote]\nurl = \"http://x:1\"\n",
+    )
+    .unwrap();
     assert_eq!(config.runtime, Some(RuntimeKind::Docker));
     assert_eq!(config.max_iterations, Some(7));
     assert_eq!(config.docker.network, Some(Network::None));
     assert_eq!(config.remote.url.as_deref(), Some("http://x:1"));
 
-    std::fs::write(
-            &path,
-            "[serve]\napi_keys = [\"a\", \"b\"]\npool_size = 3\nimages = { \"ghcr.io/x:1\" = \"local:1\" }\n",
-        )
-        .unwrap();
-    let config = FileConfig::load(&path).unwrap();
+    let config = load(
+        "[serve]\napi_keys = [\"a\", \"b\"]\npool_size = 3\n\
+         images = { \"ghcr.io/x:1\" = \"local:1\" }\n",
+    )
+    .unwrap();
     assert_eq!(config.serve.api_keys, ["a", "b"]);
     assert_eq!(config.serve.pool_size, Some(3));
     assert_eq!(config.serve.images["ghcr.io/x:1"], "local:1");
 
-    std::fs::write(
-            &path,
-            "[llm]\nmodel = \"m\"\n[condenser]\ntype = \"recent\"\nmax_events = 50\n[agent]\nipython = false\n",
-        )
-        .unwrap();
-    let config = FileConfig::load(&path).unwrap();
+    let config = load(
+        "[llm]\nmodel = \"m\"\n\
+         [condenser]\ntype = \"recent\"\nmax_events = 50\n\
+         [agent]\nipython = false\n",
+    )
+    .unwrap();
     assert_eq!(config.llm.unwrap().model, "m");
     assert!(matches!(
         config.condenser,
@@ -40,8 +45,7 @@ fn a_full_file_parses_and_typos_are_errors() {
     ));
     assert_eq!(config.agent.ipython, Some(false));
 
-    std::fs::write(&path, "max_iteration = 7\n").unwrap();
-    let err = FileConfig::load(&path).unwrap_err().to_string();
+    let err = load("max_iteration = 7\n").unwrap_err().to_string();
     assert!(err.contains("max_iteration"), "{err}");
 }
 
@@ -52,17 +56,13 @@ fn session_ids_are_distinct() {
 
 #[test]
 fn egress_settings_with_domains_pins_and_per_key_and_image_policies_parse() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("agentd.toml");
-    std::fs::write(
-        &path,
+    let config = load(
         "[docker]\negress = [\"web.test:8080\", \"*.pypi.org:443\", \"10.0.0.0/8\"]\n\
          egress_hosts = { \"web.test\" = \"10.0.0.5\" }\n\
          [serve]\napi_keys = [\"k\"]\negress_keys = { \"k\" = \"none\" }\n\
          egress_images = { \"img:1\" = \"pypi.org:443\" }\n",
     )
     .unwrap();
-    let config = FileConfig::load(&path).unwrap();
     let egress = config.docker.egress.unwrap().policy().unwrap();
     assert_eq!(
         egress.to_string(),

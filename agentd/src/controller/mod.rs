@@ -18,6 +18,11 @@
 //! runnable action still unanswered at that point gets the reference's "not executed" error
 //! observation, so that its tool call is answered too.
 //!
+//! With `recall` on (a session with a [`Memory`](crate::recall::Memory) on the stream), every
+//! user message gets a `recall` action (source user): `workspace_context` for the run's first
+//! user message, `knowledge` for later ones, as the reference does. The agent is not stepped
+//! until the recall has its answer (any observation whose `cause` is its id).
+//!
 //! After every step and state change the [`State`] is saved to `state.json` in the session
 //! directory; [`Controller::resume`] continues a run from there.
 
@@ -36,7 +41,8 @@ use protocol::{Action, ActionKind, AgentState, Event, EventSource, Observation, 
 use tokio::sync::mpsc;
 
 use crate::agent::{Agent, AgentError, Step, StepFuture};
-use crate::events::{EventLogError, EventStream};
+use crate::events::{EventFilter, EventLogError, EventStream};
+use crate::recall::{KNOWLEDGE, WORKSPACE_CONTEXT, recall_action};
 use crate::state::{STATE_FILE, State, StateError};
 
 /// The reply a headless run gives when the agent waits for the user (OpenHands'
@@ -60,27 +66,70 @@ established system state, dependencies, or environment variables may have been l
 /// Its `error_id`.
 pub(crate) const NOT_EXECUTED_ERROR_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXECUTED_ERROR";
 
+/// The user message a run resumed after an error starts with (OpenHands' `run_controller`,
+/// verbatim): the agent should not carry on blindly.
+pub(crate) const BACK_ON_TRACK: &str = "Let's get back on track. If you experienced errors before, do NOT resume your task. Ask me about it.";
+
 /// OpenHands' default iteration limit.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 500;
 
-/// The agent's last runnable action if no observation answers it yet: after a restart, the
-/// runtime must execute it (again) before the run can go on. Reads back from the newest event
-/// to the agent's newest action.
-pub(crate) fn pending_action(stream: &EventStream) -> Option<Arc<Event>> {
+/// Walks the history back from the newest event until `decide` decides on an action:
+/// `decide(event, action, answered)` (`answered`: an observation after it has its id as
+/// `cause`) returns `Some(result)` to stop with `result`, `None` to look further back.
+fn walk_back<T>(
+    stream: &EventStream,
+    mut decide: impl FnMut(&Arc<Event>, &Action, bool) -> Option<Option<T>>,
+) -> Option<T> {
     let mut answered = Vec::new();
     let mut id = stream.latest_id()?;
     while id >= 0 {
         let event = stream.get(id)?;
         match &*event {
             Event::Observation(o) => answered.extend(o.cause),
-            Event::Action(a) if a.source == Some(EventSource::Agent) => {
-                return (a.kind.is_runnable() && !answered.contains(&id)).then_some(event);
+            Event::Action(a) => {
+                if let Some(result) = decide(&event, a, answered.contains(&id)) {
+                    return result;
+                }
             }
-            Event::Action(_) => {}
         }
         id -= 1;
     }
     None
+}
+
+/// The agent's last runnable action if no observation answers it yet: after a restart, the
+/// runtime must execute it (again) before the run can go on. Reads back from the newest event
+/// to the agent's newest action.
+pub(crate) fn pending_action(stream: &EventStream) -> Option<Arc<Event>> {
+    walk_back(stream, |event, action, answered| {
+        (action.source == Some(EventSource::Agent))
+            .then(|| (action.kind.is_runnable() && !answered).then(|| event.clone()))
+    })
+}
+
+/// What a resumed run's history ends with that recall still owes.
+#[derive(Debug)]
+enum Unanswered {
+    /// A `recall` action without its answer.
+    Recall(Arc<Event>),
+    /// A user message without its `recall` action.
+    Message(Arc<Event>),
+}
+
+/// Looks back from the newest event to the last user message or agent action: a user message
+/// that got no `recall` action, or a `recall` action that got no answer.
+fn unanswered_recall(stream: &EventStream) -> Option<Unanswered> {
+    walk_back(stream, |event, action, answered| {
+        let from_user = action.source == Some(EventSource::User);
+        match &action.kind {
+            _ if action.source == Some(EventSource::Agent) => Some(None),
+            ActionKind::Recall(_) if from_user => {
+                Some((!answered).then(|| Unanswered::Recall(event.clone())))
+            }
+            ActionKind::Message(_) if from_user => Some(Some(Unanswered::Message(event.clone()))),
+            _ => None,
+        }
+    })
 }
 
 /// How a controller runs.
@@ -96,6 +145,9 @@ pub(crate) struct ControllerConfig {
     pub(crate) session_dir: Option<PathBuf>,
     /// Nobody answers the agent: a message that waits for a reply gets [`AUTO_CONTINUE`].
     pub(crate) headless: bool,
+    /// Put a `recall` action on the stream for each user message and wait for its answer
+    /// (only when something on the stream answers recalls).
+    pub(crate) recall: bool,
 }
 
 impl ControllerConfig {
@@ -108,6 +160,7 @@ impl ControllerConfig {
             max_budget_per_task: None,
             session_dir: None,
             headless: true,
+            recall: false,
         }
     }
 }
@@ -184,6 +237,16 @@ pub(crate) struct Controller {
     deferred: Vec<Command>,
     /// The first `running` of this process is a resume, not a start.
     resumed: bool,
+    /// See [`ControllerConfig::recall`].
+    recall: bool,
+    /// The `recall` action waiting for its answer.
+    pending_recall: Option<Arc<Event>>,
+    /// A resumed run's last user message that never got its `recall` action.
+    unrecalled: Option<Arc<Event>>,
+    /// The id of the run's first user message, once looked up.
+    first_user_message: Option<i64>,
+    /// The saved run had ended in an error (see [`Controller::resumed_after_error`]).
+    resumed_after_error: bool,
 }
 
 impl std::fmt::Debug for Controller {
@@ -246,6 +309,11 @@ impl Controller {
         mut config: ControllerConfig,
     ) -> Result<Controller, ControllerError> {
         let mut state = State::load(&session_dir.join(STATE_FILE))?;
+        let resumed_after_error = state.last_error.is_some()
+            && !matches!(
+                state.agent_state,
+                AgentState::Finished | AgentState::Rejected | AgentState::Stopped
+            );
         // Subscribe before looking for the pending action: an observation added in between is
         // then delivered, not missed.
         let events = stream.subscribe();
@@ -262,7 +330,15 @@ impl Controller {
         }
         config.session_dir = Some(session_dir.to_path_buf());
         let mut controller = Controller::with_state(state, stream, events, agent, &config, true);
+        controller.resumed_after_error = resumed_after_error;
         controller.pending = pending_action(&controller.stream);
+        if controller.recall {
+            match unanswered_recall(&controller.stream) {
+                Some(Unanswered::Recall(event)) => controller.pending_recall = Some(event),
+                Some(Unanswered::Message(event)) => controller.unrecalled = Some(event),
+                None => {}
+            }
+        }
         Ok(controller)
     }
 
@@ -290,6 +366,11 @@ impl Controller {
             own: VecDeque::new(),
             deferred: Vec::new(),
             resumed,
+            recall: config.recall,
+            pending_recall: None,
+            unrecalled: None,
+            first_user_message: None,
+            resumed_after_error: false,
         }
     }
 
@@ -302,6 +383,18 @@ impl Controller {
     /// runtime must execute again).
     pub(crate) fn pending_action(&self) -> Option<Arc<Event>> {
         self.pending.clone()
+    }
+
+    /// The `recall` action a resumed run waits for an answer to (made before the restart):
+    /// hand it to the memory.
+    pub(crate) fn pending_recall(&self) -> Option<Arc<Event>> {
+        self.pending_recall.clone()
+    }
+
+    /// Whether the resumed run had ended in an error (`last_error` set): the caller adds the
+    /// reference's [`BACK_ON_TRACK`] message.
+    pub(crate) fn resumed_after_error(&self) -> bool {
+        self.resumed_after_error
     }
 
     /// Runs until the run is `finished`, `rejected`, `stopped` or in `error`, and returns the
@@ -319,12 +412,18 @@ impl Controller {
             "started"
         };
         self.set_state(AgentState::Running, reason)?;
+        if let Some(message) = self.unrecalled.take() {
+            self.recall_for(&message)?;
+        }
         loop {
             self.drain()?;
             if self.is_over() {
                 break;
             }
-            if self.state.agent_state == AgentState::Running && self.pending.is_none() {
+            if self.state.agent_state == AgentState::Running
+                && self.pending.is_none()
+                && self.pending_recall.is_none()
+            {
                 self.step().await?;
                 // Let the runtime and the handle's users in between steps, even when the
                 // agent never has to wait.
@@ -465,7 +564,8 @@ impl Controller {
                         content: AUTO_CONTINUE.to_string(),
                         ..MessageArgs::default()
                     }));
-                    self.add(reply, EventSource::User)?;
+                    let reply = self.add(reply, EventSource::User)?;
+                    self.recall_for(&reply)?;
                     self.set_state(AgentState::Running, "headless: replied automatically")?;
                 }
             }
@@ -516,13 +616,17 @@ impl Controller {
                 if o.cause.is_some() && self.pending.as_ref().and_then(|p| p.id()) == o.cause {
                     self.pending = None;
                 }
+                if o.cause.is_some() && self.pending_recall.as_ref().and_then(|p| p.id()) == o.cause
+                {
+                    self.pending_recall = None;
+                }
             }
             Event::Action(a) => match &a.kind {
-                ActionKind::Message(_)
-                    if a.source == Some(EventSource::User)
-                        && self.state.agent_state == AgentState::AwaitingUserInput =>
-                {
-                    self.set_state(AgentState::Running, "the user replied")?;
+                ActionKind::Message(_) if a.source == Some(EventSource::User) => {
+                    self.recall_for(&event)?;
+                    if self.state.agent_state == AgentState::AwaitingUserInput {
+                        self.set_state(AgentState::Running, "the user replied")?;
+                    }
                 }
                 // OpenHands' clients pause, resume and stop through the stream.
                 ActionKind::ChangeAgentState(change) if a.source != Some(EventSource::Agent) => {
@@ -539,6 +643,40 @@ impl Controller {
                 _ => {}
             },
         }
+        Ok(())
+    }
+
+    /// Puts the `recall` action for the user message `message` on the stream (when recall is
+    /// on) and waits for its answer: `workspace_context` for the run's first user message,
+    /// `knowledge` for the others.
+    fn recall_for(&mut self, message: &Arc<Event>) -> Result<(), ControllerError> {
+        let Event::Action(action) = &**message else {
+            return Ok(());
+        };
+        let (ActionKind::Message(args), Some(id)) = (&action.kind, action.id) else {
+            return Ok(());
+        };
+        if !self.recall {
+            return Ok(());
+        }
+        let first = *self.first_user_message.get_or_insert_with(|| {
+            // Looked up once: the history's first user message from the run's start.
+            let found = self.stream.search(&EventFilter {
+                start_id: Some(self.state.start_id),
+                types: vec!["message".to_string()],
+                source: Some(EventSource::User),
+                limit: Some(1),
+                ..EventFilter::default()
+            });
+            found.first().and_then(|e| e.id()).unwrap_or(id)
+        });
+        let recall_type = if id == first {
+            WORKSPACE_CONTEXT
+        } else {
+            KNOWLEDGE
+        };
+        let recall = self.add(recall_action(recall_type, &args.content), EventSource::User)?;
+        self.pending_recall = Some(recall);
         Ok(())
     }
 
@@ -570,6 +708,8 @@ impl Controller {
         );
         self.state.agent_state = new;
         if matches!(new, AgentState::Stopped | AgentState::Error) {
+            // A recall needs no answer when the run ends (it is no tool call).
+            self.pending_recall = None;
             self.answer_pending(new)?;
             self.agent.reset();
         }
@@ -595,15 +735,6 @@ impl Controller {
         let Some(id) = action.id else {
             return Ok(());
         };
-        // The observation may be on the stream already, not yet delivered.
-        let answered = self
-            .stream
-            .range(id + 1, None)
-            .iter()
-            .any(|e| matches!(&**e, Event::Observation(o) if o.cause == Some(id)));
-        if answered {
-            return Ok(());
-        }
         let (content, error_id) = if ending == AgentState::Stopped {
             (NOT_EXECUTED_STOPPED, NOT_EXECUTED_STOPPED_ID)
         } else {
@@ -618,7 +749,11 @@ impl Controller {
         error.message = content.to_string();
         error.cause = Some(id);
         error.tool_call_metadata = action.tool_call_metadata.clone();
-        self.add(error, EventSource::Agent)?;
+        // Unless the runtime's observation got there first (it may be on the stream already,
+        // not yet delivered).
+        if let Some(stored) = self.stream.answer(error, EventSource::Agent)? {
+            self.own_event(&stored);
+        }
         Ok(())
     }
 
@@ -628,16 +763,21 @@ impl Controller {
         source: EventSource,
     ) -> Result<Arc<Event>, ControllerError> {
         let stored = self.stream.add(event, source)?;
+        self.own_event(&stored);
+        Ok(stored)
+    }
+
+    /// Notes an event the controller added, so that it is not handled again when delivered.
+    fn own_event(&mut self, stored: &Arc<Event>) {
         if let Some(id) = stored.id() {
             self.own.push_back(id);
             self.state.end_id = self.state.end_id.max(Some(id));
         }
-        Ok(stored)
     }
 
     fn save(&self) -> Result<(), ControllerError> {
         if let Some(path) = &self.state_path {
-            self.state.save(path)?;
+            self.state.save(path, &self.stream.mask())?;
         }
         Ok(())
     }

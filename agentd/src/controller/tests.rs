@@ -125,6 +125,15 @@ async fn run_to_end(
         .unwrap()
 }
 
+/// Asserts that the run ended in `agent_state` after `iteration` steps.
+fn assert_ended(state: &State, agent_state: AgentState, iteration: u32) {
+    assert_eq!(
+        (state.agent_state, state.iteration),
+        (agent_state, iteration),
+        "the end state and the steps taken"
+    );
+}
+
 /// `type` or `type:state` for state changes, per event.
 fn kinds(stream: &EventStream) -> Vec<String> {
     stream
@@ -205,8 +214,7 @@ async fn a_scripted_run_goes_to_finished() {
     ]));
     let state = run_to_end(&stream, agent, config()).await;
 
-    assert_eq!(state.agent_state, AgentState::Finished);
-    assert_eq!(state.iteration, 4);
+    assert_ended(&state, AgentState::Finished, 4);
     assert_eq!(state.last_error, None);
     assert_eq!(state.end_id, stream.latest_id());
     assert_eq!(
@@ -250,8 +258,7 @@ async fn the_iteration_limit_ends_the_run_in_error_with_the_reference_text() {
 
     let text =
         "RuntimeError: Agent reached maximum iteration. Current iteration: 3, max iteration: 3";
-    assert_eq!(state.agent_state, AgentState::Error);
-    assert_eq!(state.iteration, 3);
+    assert_ended(&state, AgentState::Error, 3);
     assert_eq!(state.last_error.as_deref(), Some(text));
     let errors = observations_of_type(&stream, "error");
     assert_eq!(errors.len(), 1);
@@ -282,8 +289,7 @@ async fn the_budget_limit_ends_the_run_in_error() {
     };
     let state = run_to_end(&stream, Box::new(agent), config).await;
 
-    assert_eq!(state.agent_state, AgentState::Error);
-    assert_eq!(state.iteration, 3);
+    assert_ended(&state, AgentState::Error, 3);
     assert_eq!(
         state.last_error.as_deref(),
         Some(
@@ -511,8 +517,7 @@ async fn a_paused_run_takes_no_step_until_resumed() {
 
     handle.resume();
     let state = run.await.unwrap().unwrap();
-    assert_eq!(state.agent_state, AgentState::Finished);
-    assert_eq!(state.iteration, 4);
+    assert_ended(&state, AgentState::Finished, 4);
     assert_eq!(
         states_entered(&stream),
         ["running", "paused", "running", "finished"]
@@ -533,8 +538,7 @@ async fn stop_is_final_and_answers_the_action_in_flight() {
     let state = run.await.unwrap().unwrap();
     handle.resume();
 
-    assert_eq!(state.agent_state, AgentState::Stopped);
-    assert_eq!(state.iteration, 1);
+    assert_ended(&state, AgentState::Stopped, 1);
     let errors = observations_of_type(&stream, "error");
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].cause, action.id());
@@ -726,8 +730,7 @@ async fn a_resumed_run_continues_counting_and_re_executes_the_unanswered_action(
         .unwrap();
     let state = controller.run().await.unwrap();
 
-    assert_eq!(state.agent_state, AgentState::Finished);
-    assert_eq!(state.iteration, 4);
+    assert_ended(&state, AgentState::Finished, 4);
     assert_eq!(state.resume_count, 1);
     assert_eq!(state.start_id, 0);
     let all = stream.all();
@@ -796,7 +799,7 @@ async fn a_run_in_error_can_be_resumed_with_a_higher_limit() {
         .run()
         .await
         .unwrap();
-    assert_eq!((state.agent_state, state.iteration), (AgentState::Error, 2));
+    assert_ended(&state, AgentState::Error, 2);
 
     let agent = ScriptedAgent::new([run("c"), finish()]);
     let config = ControllerConfig {
@@ -807,8 +810,7 @@ async fn a_run_in_error_can_be_resumed_with_a_higher_limit() {
         Controller::resume(dir.path(), stream.clone(), Box::new(agent), config).unwrap();
     assert!(controller.pending_action().is_none());
     let state = controller.run().await.unwrap();
-    assert_eq!(state.agent_state, AgentState::Finished);
-    assert_eq!(state.iteration, 4);
+    assert_ended(&state, AgentState::Finished, 4);
     assert_eq!(state.last_error, None);
     assert_eq!(
         states_entered(&stream),
@@ -922,12 +924,212 @@ async fn a_pause_waits_for_the_step_in_flight_and_a_stop_cancels_it() {
     // The second step waits for an action that never comes.
     handle.stop();
     let state = running.await.unwrap().unwrap();
-    assert_eq!(state.agent_state, AgentState::Stopped);
-    assert_eq!(state.iteration, 2);
+    assert_ended(&state, AgentState::Stopped, 2);
     assert_eq!(
         states_entered(&stream),
         ["running", "paused", "running", "stopped"]
     );
     assert_eq!(kinds(&stream).iter().filter(|k| *k == "run").count(), 2);
     assert!(observations_of_type(&stream, "error").is_empty());
+}
+
+/// Answers `recall` actions as a session's memory does (no microagents beyond the built-in
+/// ones, an empty workspace context).
+fn fake_memory(stream: &EventStream) -> JoinHandle<()> {
+    let mut events = stream.subscribe();
+    let stream = stream.clone();
+    let memory = crate::recall::Memory::new(Default::default(), Default::default(), true).unwrap();
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            let Event::Action(action) = &*event else {
+                continue;
+            };
+            if let crate::recall::Recalled::Answer(answer) = memory.recall(action) {
+                stream.add(answer, EventSource::Environment).unwrap();
+            }
+        }
+    })
+}
+
+fn recall_config() -> ControllerConfig {
+    ControllerConfig {
+        recall: true,
+        ..config()
+    }
+}
+
+/// `recall_type` of each `recall` action, in order.
+fn recall_types(stream: &EventStream) -> Vec<String> {
+    stream
+        .all()
+        .iter()
+        .filter_map(|e| match &**e {
+            Event::Action(Action {
+                kind: ActionKind::Recall(args),
+                source: Some(EventSource::User),
+                ..
+            }) => Some(args.recall_type.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn each_user_message_gets_a_recall_and_the_agent_waits_for_its_answer() {
+    let stream = EventStream::in_memory();
+    let _memory = fake_memory(&stream);
+    let _runtime = fake_runtime(&stream, echo);
+    let agent = numbered_steps(|n| match n {
+        1 => message("which way?", true),
+        2 => run("git status"),
+        _ => finish(),
+    });
+    let controller = Controller::new(stream.clone(), Box::new(agent), recall_config());
+    stream
+        .add(message("use git please", false), EventSource::User)
+        .unwrap();
+    let state = controller.run().await.unwrap();
+    assert_eq!(state.agent_state, AgentState::Finished);
+    assert_eq!(recall_types(&stream), ["workspace_context", "knowledge"]);
+    assert_eq!(
+        kinds(&stream),
+        [
+            "message",
+            "state:running",
+            "recall",
+            "recall",
+            "message",
+            "state:awaiting_user_input",
+            "message",
+            "recall",
+            "state:running",
+            "null",
+            "run",
+            "run",
+            "finish",
+            "state:finished"
+        ]
+    );
+    // The workspace context answers the first recall (its cause), the auto-reply's recall
+    // triggers nothing: a null observation.
+    let events = stream.all();
+    let Event::Observation(first) = &*events[3] else {
+        panic!("{:?}", events[3])
+    };
+    assert_eq!(first.cause, events[2].id());
+    assert!(matches!(&first.kind, ObservationKind::Recall(e)
+        if e.recall_type == "workspace_context" && e.microagent_knowledge[0]["name"] == "git"));
+    let Event::Observation(null) = &*events[9] else {
+        panic!()
+    };
+    assert_eq!(null.cause, events[7].id());
+}
+
+#[tokio::test]
+async fn recall_is_off_unless_asked_for() {
+    let stream = EventStream::in_memory();
+    let controller = Controller::new(
+        stream.clone(),
+        Box::new(ScriptedAgent::new([finish()])),
+        config(),
+    );
+    stream
+        .add(message("git", false), EventSource::User)
+        .unwrap();
+    controller.run().await.unwrap();
+    assert!(recall_types(&stream).is_empty());
+}
+
+#[tokio::test]
+async fn a_resumed_run_answers_what_recall_still_owed_and_says_it_failed_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let stream = EventStream::open(dir.path()).unwrap();
+    let config = ControllerConfig {
+        session_dir: Some(dir.path().to_path_buf()),
+        max_iterations: 1,
+        ..recall_config()
+    };
+    // No memory: the first recall stays unanswered; the run is stopped while it waits.
+    let controller = Controller::new(
+        stream.clone(),
+        Box::new(ScriptedAgent::new([finish()])),
+        config.clone(),
+    );
+    let handle = controller.handle();
+    stream.add(message("hi", false), EventSource::User).unwrap();
+    let waiting = tokio::spawn(controller.run());
+    while recall_types(&stream).is_empty() {
+        tokio::task::yield_now().await;
+    }
+    handle.fail("killed");
+    let state = waiting.await.unwrap().unwrap();
+    assert_eq!(state.agent_state, AgentState::Error);
+    // An error ends the run without answering the recall (it is no tool call).
+    let recall_id = stream.all()[2].id();
+    assert!(
+        !stream
+            .all()
+            .iter()
+            .any(|e| matches!(&**e, Event::Observation(o) if o.cause == recall_id)),
+        "{:?}",
+        kinds(&stream)
+    );
+
+    let controller = Controller::resume(
+        dir.path(),
+        stream.clone(),
+        Box::new(ScriptedAgent::new([finish()])),
+        ControllerConfig {
+            max_iterations: 5,
+            ..config
+        },
+    )
+    .unwrap();
+    assert!(controller.resumed_after_error());
+    let owed = controller.pending_recall().and_then(|e| e.id());
+    assert_eq!(owed, recall_id);
+    let _memory = fake_memory(&stream);
+    // The memory answers the owed recall when it starts (as the session hands it over).
+    let memory = crate::recall::Memory::new(Default::default(), Default::default(), true).unwrap();
+    let Event::Action(recall) = &*stream.all()[2] else {
+        panic!()
+    };
+    let crate::recall::Recalled::Answer(answer) = memory.recall(recall) else {
+        panic!()
+    };
+    stream.add(answer, EventSource::Environment).unwrap();
+    stream
+        .add(message(BACK_ON_TRACK, false), EventSource::User)
+        .unwrap();
+    let state = controller.run().await.unwrap();
+    assert_eq!(state.agent_state, AgentState::Finished);
+    assert_eq!(recall_types(&stream), ["workspace_context", "knowledge"]);
+}
+
+#[tokio::test]
+async fn a_user_message_that_never_got_its_recall_gets_it_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let stream = EventStream::open(dir.path()).unwrap();
+    let config = ControllerConfig {
+        session_dir: Some(dir.path().to_path_buf()),
+        ..recall_config()
+    };
+    // A state saved before the task was seen (killed right after it was recorded).
+    State::new("test-session", 10, None)
+        .save(&dir.path().join(STATE_FILE), &Default::default())
+        .unwrap();
+    stream.add(message("hi", false), EventSource::User).unwrap();
+    let _memory = fake_memory(&stream);
+    let controller = Controller::resume(
+        dir.path(),
+        stream.clone(),
+        Box::new(ScriptedAgent::new([finish()])),
+        config,
+    )
+    .unwrap();
+    assert!(!controller.resumed_after_error());
+    assert!(controller.pending_recall().is_none());
+    let state = controller.run().await.unwrap();
+    assert_eq!(state.agent_state, AgentState::Finished);
+    assert_eq!(recall_types(&stream), ["workspace_context"]);
 }

@@ -3,12 +3,21 @@
 //! only then delivered to the subscribers (controller, runtime, memory, the CLI's printer), each
 //! through its own channel, so a slow or failed subscriber never holds up the others.
 //!
+//! Secret values are masked (`<secret_hidden>`, see [`crate::secrets`]) in each event before it
+//! is stored or delivered: no subscriber, and no file, ever holds them in clear.
+//!
+//! An action gets one answer: [`EventStream::answer`] adds an observation only if none has
+//! answered its `cause` yet, checked and added under one lock, so that two parts racing to
+//! answer the same action (the runtime's result and the controller's "not executed" of a run
+//! that stops) leave exactly one.
+//!
 //! On disk a session is `DIR/events.jsonl`: one event's JSON per line, appended as the stream
 //! grows ([`store`]). Reading it back after a crash keeps every complete line; a torn last line
 //! (the process died mid-write) is detected, cut off and logged, never fatal.
 
 mod store;
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -17,6 +26,16 @@ use tokio::sync::mpsc;
 
 use store::EventLog;
 pub use store::EventLogError;
+
+use crate::secrets::SecretMask;
+
+/// The action an event answers: an observation's `cause`.
+fn answers(event: &Event) -> Option<i64> {
+    match event {
+        Event::Observation(o) => o.cause,
+        Event::Action(_) => None,
+    }
+}
 
 /// Selects events from a stream (all conditions must hold).
 #[derive(Debug, Clone, Default)]
@@ -54,6 +73,9 @@ struct Inner {
     events: Vec<Arc<Event>>,
     store: Option<EventLog>,
     subscribers: Vec<mpsc::UnboundedSender<Arc<Event>>>,
+    mask: SecretMask,
+    /// The `cause` of every observation: the actions that have their answer.
+    answered: HashSet<i64>,
 }
 
 impl EventStream {
@@ -65,29 +87,69 @@ impl EventStream {
 
     /// Opens the persisted stream in `dir` (created if missing), reading back what it holds.
     pub fn open(dir: &Path) -> Result<EventStream, EventLogError> {
+        EventStream::open_masked(dir, SecretMask::default())
+    }
+
+    /// [`EventStream::open`], masking `mask`'s secrets in every event added.
+    pub fn open_masked(dir: &Path, mask: SecretMask) -> Result<EventStream, EventLogError> {
         let (store, events) = EventLog::open(dir)?;
-        Ok(EventStream::from_parts(events, Some(store)))
+        let stream = EventStream::from_parts(events, Some(store));
+        stream.lock().mask = mask;
+        Ok(stream)
     }
 
     fn from_parts(events: Vec<Event>, store: Option<EventLog>) -> EventStream {
+        let answered = events.iter().filter_map(answers).collect();
         EventStream {
             inner: Arc::new(Mutex::new(Inner {
                 events: events.into_iter().map(Arc::new).collect(),
                 store,
                 subscribers: Vec::new(),
+                mask: SecretMask::default(),
+                answered,
             })),
         }
     }
 
-    /// Appends `event` from `source`: assigns the next id and the time, writes it to disk, then
-    /// delivers it to every subscriber. Returns the stored event.
+    /// The secrets masked in this stream's events.
+    pub(crate) fn mask(&self) -> SecretMask {
+        self.lock().mask.clone()
+    }
+
+    /// Appends `event` from `source`: masks its secrets, assigns the next id and the time,
+    /// writes it to disk, then delivers it to every subscriber. Returns the stored event.
     pub fn add(
         &self,
         event: impl Into<Event>,
         source: EventSource,
     ) -> Result<Arc<Event>, EventLogError> {
-        let mut event = event.into();
+        Self::add_locked(&mut self.lock(), event.into(), source)
+    }
+
+    /// Adds `observation`, the answer to the action its `cause` names, unless that action has
+    /// an answer already: then nothing is added and `None` is returned. One answer per action,
+    /// whoever answers first.
+    pub(crate) fn answer(
+        &self,
+        observation: protocol::Observation,
+        source: EventSource,
+    ) -> Result<Option<Arc<Event>>, EventLogError> {
         let mut inner = self.lock();
+        if observation
+            .cause
+            .is_some_and(|cause| inner.answered.contains(&cause))
+        {
+            return Ok(None);
+        }
+        Self::add_locked(&mut inner, observation.into(), source).map(Some)
+    }
+
+    fn add_locked(
+        inner: &mut Inner,
+        event: Event,
+        source: EventSource,
+    ) -> Result<Arc<Event>, EventLogError> {
+        let mut event = inner.mask.mask_event(event)?;
         let id = inner.events.len() as i64;
         let timestamp = now();
         match &mut event {
@@ -105,6 +167,7 @@ impl EventStream {
         if let Some(store) = &mut inner.store {
             store.append(&event)?;
         }
+        inner.answered.extend(answers(&event));
         let event = Arc::new(event);
         inner.events.push(event.clone());
         // A subscriber that went away is dropped; the others are not affected.

@@ -40,6 +40,10 @@ pub enum EventLogError {
     /// An event could not be encoded.
     #[error("cannot encode an event: {0}")]
     Encode(#[from] serde_json::Error),
+    /// An event would not decode with its secrets masked (a secret equal to one of the
+    /// protocol's words); it is not recorded, in clear or otherwise.
+    #[error(transparent)]
+    Mask(#[from] crate::secrets::MaskError),
 }
 
 /// An open `events.jsonl`, positioned for appending.

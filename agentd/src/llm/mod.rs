@@ -6,7 +6,8 @@
 //! One [`Llm::completion`] call:
 //!
 //! 1. builds the request from native messages (prompted mode: [`prompted::to_prompted`], no
-//!    `tools`, stop word `</function`); writes it to `dump_requests_folder` if set;
+//!    `tools`, stop word `</function`), secret values masked ([`Llm::with_secret_mask`]);
+//!    writes it to `dump_requests_folder` if set;
 //! 2. sends it, retrying errors a retry can fix (429, 5xx, connection errors, timeouts, empty
 //!    answers) with exponential backoff and the server's `Retry-After` (capped), telling the
 //!    retry listener before each wait; never retrying 400/401/403/404 or a full context window;
@@ -37,6 +38,8 @@ pub(crate) use protocol::llm::{ChatRequest, ChatResponse, Content, Message, Role
 use record::{CompletionLog, RequestDump};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
+
+use crate::secrets::SecretMask;
 
 /// One answer of the model, in native form whatever the mode.
 #[derive(Debug, Clone)]
@@ -75,6 +78,8 @@ pub(crate) type RetryListener = Arc<dyn Fn(&RetryNotice) + Send + Sync>;
 pub struct Llm {
     inner: Arc<Inner>,
     listener: Option<RetryListener>,
+    /// Secret values masked in every request body (sent and dumped) and completion log.
+    mask: SecretMask,
 }
 
 struct Inner {
@@ -169,7 +174,14 @@ impl Llm {
                 config,
             }),
             listener: None,
+            mask: SecretMask::default(),
         })
+    }
+
+    /// This client, masking `mask`'s secret values in what it sends and writes.
+    pub fn with_secret_mask(mut self, mask: SecretMask) -> Llm {
+        self.mask = mask;
+        self
     }
 
     /// This client, telling `listener` before each retry.
@@ -247,10 +259,14 @@ impl Llm {
         let config = &self.inner.config;
         let prompted = self.tool_calling() == ToolCalling::Prompted && !tools.is_empty();
         let request = self.request(&messages, tools);
-        let body = serde_json::to_vec(&request).map_err(|e| LlmError::Failed {
+        // The one place every request body is made: what is sent and what is dumped.
+        let encode = |e: serde_json::Error| LlmError::Failed {
             kind: ErrorKind::Api,
             message: format!("cannot encode the request: {e}"),
-        })?;
+        };
+        let mut value = serde_json::to_value(&request).map_err(encode)?;
+        self.mask.mask_json(&mut value);
+        let body = serde_json::to_vec(&value).map_err(encode)?;
         let body = Bytes::from(body);
         if let Some(dump) = &self.inner.dump {
             dump.write(&body).await;
@@ -319,6 +335,7 @@ impl Llm {
             if let Err(error) = &converted {
                 entry["tool_call_error"] = Value::String(error.clone());
             }
+            self.mask.mask_json(&mut entry);
             log.write(&config.model, started_at.as_micros(), &entry)
                 .await;
         }

@@ -700,6 +700,30 @@ async fn completions_are_logged_and_requests_dumped() {
     );
 }
 
+#[tokio::test]
+async fn secret_values_are_masked_in_requests_dumps_and_completion_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dump, logs) = (dir.path().join("dump"), dir.path().join("logs"));
+    let fake = FakeLlm::start([Reply::text("they are a.txt\nb.txt")]).await;
+    let mut config = config(fake.base_url());
+    config.dump_requests_folder = Some(dump.clone());
+    config.log_completions_folder = Some(logs.clone());
+    let secret = crate::secrets::Secret::new("FILES", "a.txt\nb.txt".into(), "").unwrap();
+    let llm = Llm::new(config)
+        .unwrap()
+        .with_secret_mask(crate::secrets::SecretMask::new(&[secret]));
+    llm.completion(history(), &sample_tools()).await.unwrap();
+    let sent = fake.requests()[0].to_string();
+    assert!(!sent.contains("a.txt\\nb.txt"), "{sent}");
+    assert!(sent.contains("<secret_hidden>"), "{sent}");
+    let dumped = std::fs::read_to_string(dump.join("000001.json")).unwrap();
+    assert!(!dumped.contains("a.txt\\nb.txt") && dumped.contains("<secret_hidden>"));
+    // The log holds the model's answer too: masked as well.
+    let logged = std::fs::read_to_string(&testkit::sorted_paths(&logs)[0]).unwrap();
+    assert!(!logged.contains("a.txt\\nb.txt"), "{logged}");
+    assert!(logged.contains("they are <secret_hidden>"), "{logged}");
+}
+
 #[test]
 fn the_llm_section_parses_and_the_environment_wins() {
     let text = r#"

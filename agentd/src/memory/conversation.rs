@@ -435,6 +435,9 @@ pub(crate) fn render_recall(extras: &RecallExtras, seen: &HashSet<String>) -> Ve
     parts
 }
 
+/// The workspace context as the reference's `additional_info.j2` renders it (docs/protocol.md
+/// §12.5: Jinja's default white space, the result trimmed), or nothing when it would say
+/// nothing beyond the runtime block's frame.
 fn render_workspace_context(extras: &RecallExtras) -> String {
     let has_repo = !extras.repo_name.is_empty() || !extras.repo_directory.is_empty();
     let has_runtime = !extras.date.is_empty() || !extras.custom_secrets_descriptions.is_empty();
@@ -446,72 +449,100 @@ fn render_workspace_context(extras: &RecallExtras) -> String {
     let mut out = String::new();
     if has_repo {
         out.push_str(&format!(
-            "<REPOSITORY_INFO>\nAt the user's request, the repository {} has been cloned to {} \
-             in the working directory.\n</REPOSITORY_INFO>\n",
+            "\n<REPOSITORY_INFO>\nAt the user's request, repository {} has been cloned to {} in \
+             the current working directory.\n",
             extras.repo_name, extras.repo_directory
         ));
+        let branch = &extras.repo_branch;
+        if !branch.is_empty() {
+            out.push_str(&format!(
+                "The repository has been checked out to branch \"{branch}\".\n\nIMPORTANT: You \
+                 should work within the current branch \"{branch}\" unless:\n    1. the user \
+                 explicitly instructs otherwise\n    2. the current branch is \"main\", \"master\", \
+                 or another default branch where direct pushes may be unsafe\n"
+            ));
+        }
+        out.push_str("\n</REPOSITORY_INFO>\n");
     }
-    if has_instructions {
+    out.push('\n');
+    if !extras.repo_instructions.is_empty() {
         out.push_str(&format!(
             "<REPOSITORY_INSTRUCTIONS>\n{}\n</REPOSITORY_INSTRUCTIONS>\n",
             extras.repo_instructions
         ));
     }
-    out.push_str("<RUNTIME_INFORMATION>\n");
+    out.push_str("\n<RUNTIME_INFORMATION>\n");
     if !extras.working_dir.is_empty() {
         out.push_str(&format!(
-            "The working directory is {}.\n",
+            "\nThe current working directory is {}\n",
             extras.working_dir
         ));
     }
+    out.push('\n');
     if !extras.runtime_hosts.is_empty() {
-        out.push_str("These hosts reach web applications you start, each on its own port:\n");
+        out.push_str(
+            "\nThe user has access to the following hosts for accessing a web application,\neach \
+             of which has a corresponding port:\n",
+        );
         for (host, port) in &extras.runtime_hosts {
-            out.push_str(&format!("* {host} (port {port})\n"));
+            out.push_str(&format!("* {host} (port {})\n", json_text(port)));
         }
         out.push_str(
-            "Start web servers on these ports, listening on all interfaces (0.0.0.0), with \
-             iframes and CORS requests allowed.\n",
+            "\nWhen starting a web server, use the corresponding ports. You should also\nset any \
+             options to allow iframes and CORS requests, and allow the server to\nbe accessed \
+             from any host (e.g. 0.0.0.0).\nFor example, if you are using vite.config.js, you \
+             should set server.host and server.allowedHosts to true\n",
         );
     }
+    out.push('\n');
     if !extras.additional_agent_instructions.is_empty() {
-        out.push_str(&format!("{}\n", extras.additional_agent_instructions));
+        out.push_str(&format!("\n{}\n", extras.additional_agent_instructions));
     }
+    out.push('\n');
     if !extras.custom_secrets_descriptions.is_empty() {
-        out.push_str("<CUSTOM_SECRETS>\nThese environment variables are available to you:\n");
+        out.push_str(
+            "\n<CUSTOM_SECRETS>\nYou have access to the following environment variables\n",
+        );
         for (name, description) in &extras.custom_secrets_descriptions {
-            let description = description
-                .as_str()
-                .map_or_else(|| description.to_string(), str::to_string);
-            out.push_str(&format!("* ${name}: {description}\n"));
+            out.push_str(&format!("\n* **${name}**: {}\n", json_text(description)));
         }
-        out.push_str("</CUSTOM_SECRETS>\n");
+        out.push_str("\n</CUSTOM_SECRETS>\n");
     }
+    out.push('\n');
     if !extras.date.is_empty() {
-        out.push_str(&format!("Today's date is {} (UTC).\n", extras.date));
+        out.push_str(&format!("\nToday's date is {} (UTC).\n", extras.date));
     }
-    out.push_str("</RUNTIME_INFORMATION>");
+    out.push_str("\n</RUNTIME_INFORMATION>\n");
     if has_conversation {
         out.push_str(&format!(
-            "\n<CONVERSATION_INSTRUCTIONS>\n{}\n</CONVERSATION_INSTRUCTIONS>",
+            "<CONVERSATION_INSTRUCTIONS>\n{}\n</CONVERSATION_INSTRUCTIONS>\n",
             extras.conversation_instructions
         ));
     }
-    out
+    out.trim().to_string()
 }
 
+/// A JSON value as a template prints it: a string's text, anything else as JSON.
+fn json_text(value: &serde_json::Value) -> String {
+    value
+        .as_str()
+        .map_or_else(|| value.to_string(), str::to_string)
+}
+
+/// Triggered microagents as the reference's `microagent_info.j2` renders them.
 fn render_microagents(agents: &[Microagent<'_>]) -> String {
     agents
         .iter()
         .map(|m| {
             format!(
-                "<EXTRA_INFO>\nThis was added because the keyword \"{}\" matched; it may not be \
-                 relevant to the request.\n\n{}\n</EXTRA_INFO>",
+                "<EXTRA_INFO>\nThe following information has been included based on a keyword \
+                 match for \"{}\".\nIt may or may not be relevant to the user's request.\n\n{}\n\
+                 </EXTRA_INFO>",
                 m.trigger, m.content
             )
         })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n\n")
 }
 
 /// Cuts the middle out of `content` when it is longer than `max_chars` characters (none: no

@@ -5,8 +5,9 @@
 //! summary of them; the summary of the newest condensation that has one is shown as a
 //! `condense` observation at its `summary_offset`. Condensation actions and condensation
 //! requests never show themselves, and neither do the controller's bookkeeping events (`null`
-//! actions and observations, `change_agent_state`, `agent_state_changed`), which the reference
-//! leaves out of the agent's history as well.
+//! actions and observations, `change_agent_state`, `agent_state_changed`) and hidden commands
+//! and their output (the workspace's `setup.sh`), which the reference leaves out of the
+//! agent's history as well.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -141,17 +142,21 @@ pub(crate) fn forgotten_ids(args: &CondensationArgs) -> Vec<i64> {
 /// Whether an event of the history can be part of a view.
 fn shown(event: &Event) -> bool {
     match event {
-        Event::Action(a) => !matches!(
-            a.kind,
-            ActionKind::Condensation(_)
-                | ActionKind::CondensationRequest(_)
-                | ActionKind::Null(_)
-                | ActionKind::ChangeAgentState(_)
-        ),
-        Event::Observation(o) => !matches!(
-            o.kind,
-            ObservationKind::Null(_) | ObservationKind::AgentStateChanged(_)
-        ),
+        Event::Action(a) => {
+            !matches!(
+                &a.kind,
+                ActionKind::Condensation(_)
+                    | ActionKind::CondensationRequest(_)
+                    | ActionKind::Null(_)
+                    | ActionKind::ChangeAgentState(_)
+            ) && !matches!(&a.kind, ActionKind::Run(run) if run.hidden)
+        }
+        Event::Observation(o) => {
+            !matches!(
+                &o.kind,
+                ObservationKind::Null(_) | ObservationKind::AgentStateChanged(_)
+            ) && !matches!(&o.kind, ObservationKind::Run(run) if run.hidden)
+        }
     }
 }
 

@@ -1,13 +1,18 @@
 //! The local runtime: sandboxd as a child process of agentd, on this host, as the current user
 //! (as root, the shell stays root: `--username root`).
 //!
-//! sandboxd runs in its own process group with a random session key and a marker variable
-//! (`AGENTD_SANDBOX=<random>`) in its environment, which everything it starts inherits: its
-//! shells and kernels live in sessions and groups of their own, so the group alone does not
-//! find them. A waiter thread waits for sandboxd to exit *without reaping it* (`waitid` with
+//! sandboxd runs under its keeper (`sandboxd --internal-keeper`, a child subreaper: every
+//! process of the sandbox that loses its parent is adopted by it, whatever it did to its
+//! session, group or environment, and killed when sandboxd ends, even by SIGKILL). The keeper
+//! leads its own process group, sandboxd in it, with a random session key and a marker variable
+//! (`AGENTD_SANDBOX=<random>`) in their environment, which everything sandboxd starts inherits:
+//! its shells and kernels live in sessions and groups of their own, so the group alone does not
+//! find them. A waiter thread waits for the keeper to exit *without reaping it* (`waitid` with
 //! `WNOWAIT`: the unreaped leader keeps its pid, and so its group id, from being reused), kills
 //! its group and every process carrying the marker, reports the death on the runtime's watch
-//! channel, waits (bounded) until those processes are gone, and only then reaps sandboxd.
+//! channel, waits (bounded) until those processes are gone, and only then reaps the keeper.
+//! The keeper ends as sandboxd ended (the same signal or exit code), so the death reported is
+//! sandboxd's.
 //!
 //! Stopping (on close and on drop alike) sends SIGTERM, so that sandboxd ends its shells and
 //! kernels and removes their files, and after a grace period SIGKILLs the group; it returns when
@@ -86,7 +91,8 @@ pub(super) async fn start(
     let output_dir = private_dir(&format!("agentd-sandboxd-{marker}"))?;
 
     let mut cmd = Command::new(&binary);
-    cmd.arg("0")
+    cmd.arg(sandbox_common::modes::KEEPER)
+        .arg("0")
         .arg("--working-dir")
         .arg(&workspace)
         .arg("--output-dir")
@@ -194,7 +200,7 @@ pub(super) async fn start(
 }
 
 impl LocalSandbox {
-    /// sandboxd's pid (also its process group id).
+    /// The keeper's pid, sandboxd's parent (also the process group id of both).
     pub(crate) fn pid(&self) -> u32 {
         self.process.pid
     }

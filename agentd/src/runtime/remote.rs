@@ -4,7 +4,7 @@
 //! is stopped unless kept. Either way the start checks that it answers and accepts the key.
 
 use client::{ClientError, RuntimeApiClient, SandboxClient};
-use protocol::runtime_api::{SessionStatus, StartRequest};
+use protocol::runtime_api::{RuntimeAccess, SessionStatus, StartRequest};
 
 use super::{RemoteApiConfig, RuntimeConfig, RuntimeError};
 
@@ -45,13 +45,20 @@ pub(super) async fn start_via_api(
         source,
     };
     let api = RuntimeApiClient::new(&remote.url, &remote.api_key).map_err(api_error)?;
-    let (runtime_id, url, key) = match api.session(&remote.session_id).await {
+    let RuntimeAccess {
+        runtime_id,
+        url,
+        session_api_key: key,
+        ..
+    } = match api.session(&remote.session_id).await {
         Ok(found) if found.status != SessionStatus::Stopped => {
             if found.status == SessionStatus::Paused {
-                api.resume(&found.runtime_id).await.map_err(api_error)?;
+                api.resume(&found.access.runtime_id)
+                    .await
+                    .map_err(api_error)?;
             }
-            tracing::info!(runtime_id = %found.runtime_id, "reusing the session's sandbox");
-            (found.runtime_id, found.url, found.session_api_key)
+            tracing::info!(runtime_id = %found.access.runtime_id, "reusing the session's sandbox");
+            found.access
         }
         Ok(_) | Err(ClientError::Http { status: 404, .. }) => {
             let mut command = vec![
@@ -76,8 +83,8 @@ pub(super) async fn start_via_api(
                 })
                 .await
                 .map_err(api_error)?;
-            tracing::info!(runtime_id = %started.runtime_id, "started a sandbox");
-            (started.runtime_id, started.url, started.session_api_key)
+            tracing::info!(runtime_id = %started.access.runtime_id, "started a sandbox");
+            started.access
         }
         Err(e) => return Err(api_error(e)),
     };

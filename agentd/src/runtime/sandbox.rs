@@ -163,7 +163,8 @@ impl Runtime {
         &self.client
     }
 
-    /// The pid of the local runtime's sandboxd (also its process group id).
+    /// The pid of the local runtime's sandboxd keeper, sandboxd's parent (also the process
+    /// group id of both).
     pub fn pid(&self) -> Option<u32> {
         match &self.backend {
             Backend::Local(local) => Some(local.pid()),
@@ -176,6 +177,20 @@ impl Runtime {
         match &self.backend {
             Backend::Docker(container) => Some(&container.sandbox.id),
             _ => None,
+        }
+    }
+
+    /// The web hosts that reach the sandbox's app ports (URL → the port an app listens on in
+    /// the sandbox): a Docker sandbox's published app ports; none for the others.
+    pub fn web_hosts(&self) -> std::collections::BTreeMap<String, u16> {
+        match &self.backend {
+            Backend::Docker(container) => container
+                .sandbox
+                .app_ports
+                .iter()
+                .map(|(inside, host)| (format!("http://localhost:{host}"), *inside))
+                .collect(),
+            Backend::Local(_) | Backend::Remote | Backend::RemoteApi(_) => Default::default(),
         }
     }
 

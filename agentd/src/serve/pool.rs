@@ -17,21 +17,29 @@ use crate::runtime::docker::{DockerHost, Egress, SandboxConfig, SandboxUser, lab
 /// Wait after a failed warm-sandbox creation before the next attempt.
 const POOL_RETRY: Duration = Duration::from_secs(5);
 
-/// A pre-started sandbox waiting in a pool.
-#[derive(Debug, Clone)]
-pub(super) struct Warm {
-    pub(super) runtime_id: String,
-    pub(super) container_id: String,
-    /// sandboxd's URL from this host.
+/// One of the service's sandbox containers, as the service reaches it (waiting in a pool or
+/// claimed).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct SandboxContainer {
+    /// The container's id.
+    pub(super) id: String,
+    /// sandboxd's URL from this host (published port on loopback).
     pub(super) local_url: String,
-    /// The port published for it.
+    /// The port published for sandboxd.
     pub(super) port: u16,
-    /// The key its `POST /configure` wants.
-    pub(super) configure_key: String,
     /// Its app ports: container port → published host port.
     pub(super) app_ports: BTreeMap<u16, u16>,
     /// The sandbox image it runs.
     pub(super) image: String,
+}
+
+/// A pre-started sandbox waiting in a pool.
+#[derive(Debug, Clone)]
+pub(super) struct Warm {
+    pub(super) runtime_id: String,
+    pub(super) container: SandboxContainer,
+    /// The key its `POST /configure` wants.
+    pub(super) configure_key: String,
 }
 
 /// What a sandbox is made with beyond its image: the user it runs as, whether it may sudo, and
@@ -213,12 +221,14 @@ pub(super) async fn create_warm(
     })?;
     Ok(Warm {
         runtime_id,
-        container_id: sandbox.id,
-        local_url: sandbox.url,
-        port,
+        container: SandboxContainer {
+            id: sandbox.id,
+            local_url: sandbox.url,
+            port,
+            app_ports: sandbox.app_ports,
+            image: tag.to_string(),
+        },
         configure_key: sandbox.session_api_key,
-        app_ports: sandbox.app_ports,
-        image: tag.to_string(),
     })
 }
 

@@ -37,7 +37,7 @@ pub(super) async fn run<F>(
             _ = stop.changed() => return,
         }
         for entry in table.serving() {
-            let Some(idle) = idle_time(&entry.local_url).await else {
+            let Some(idle) = idle_time(&entry.container.local_url).await else {
                 continue;
             };
             if !is_idle(idle, timeout) {

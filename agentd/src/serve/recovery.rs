@@ -4,12 +4,12 @@
 //! its image's pool if that is short of one; every other container is removed, and so is every
 //! claim without a usable container.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum};
 use protocol::api::ConfigureRequest;
 
-use super::pool::{Profile, Warm, WarmPools, port_of, send_configuration};
+use super::pool::{Profile, SandboxContainer, Warm, WarmPools, port_of, send_configuration};
 use super::store::{Claim, ClaimStore};
 use super::table::Entry;
 use super::{ServeConfig, ServeError};
@@ -34,12 +34,8 @@ enum Fate {
 #[derive(Debug)]
 struct Reclaimed {
     claim: Claim,
-    container_id: String,
-    local_url: String,
-    port: u16,
+    container: SandboxContainer,
     paused: bool,
-    app_ports: BTreeMap<u16, u16>,
-    image: String,
     /// The key to send a pending configuration with; `None` when its sandboxd cannot take
     /// one (it is paused, or its container has no key).
     configure_key: Option<String>,
@@ -53,40 +49,36 @@ fn fate(inspect: &ContainerInspectResponse, claim: Option<Claim>) -> Fate {
     let (Some(local_url), Some(port)) = (local_url, port) else {
         return Fate::Remove { claim };
     };
-    let container_id = inspect.id.clone().unwrap_or_default();
     let running = state == Some(ContainerStateStatusEnum::RUNNING);
     let paused = state == Some(ContainerStateStatusEnum::PAUSED);
-    let app_ports = app_ports_of(inspect);
-    let image = inspect
-        .config
-        .as_ref()
-        .and_then(|c| c.image.clone())
-        .unwrap_or_default();
+    let container = SandboxContainer {
+        id: inspect.id.clone().unwrap_or_default(),
+        local_url,
+        port,
+        app_ports: app_ports_of(inspect),
+        image: inspect
+            .config
+            .as_ref()
+            .and_then(|c| c.image.clone())
+            .unwrap_or_default(),
+    };
     match claim {
         Some(claim) if running || paused => Fate::Reclaim(Reclaimed {
             claim,
-            container_id,
-            local_url,
-            port,
+            container,
             paused,
             configure_key: configure_key(inspect).filter(|_| running),
-            app_ports,
-            image,
         }),
         Some(claim) => Fate::Remove { claim: Some(claim) },
         None => match configure_key(inspect).filter(|_| running) {
             Some(configure_key) => Fate::Pool {
-                tag: image.clone(),
+                tag: container.image.clone(),
                 warm: Warm {
                     runtime_id: label(inspect, labels::SERVE_RUNTIME_ID)
                         .unwrap_or_default()
                         .to_string(),
-                    container_id,
-                    local_url,
-                    port,
+                    container,
                     configure_key,
-                    app_ports,
-                    image,
                 },
             },
             None => Fate::Remove { claim: None },
@@ -169,29 +161,16 @@ async fn reclaim(
 ) -> Result<Entry, ServeError> {
     let Reclaimed {
         mut claim,
-        container_id,
-        local_url,
-        port,
+        container,
         paused,
         configure_key,
-        app_ports,
-        image,
     } = found;
     if let Some(configure) = claim.pending_configuration.take() {
-        let runtime_id = &claim.runtime_id;
-        finish_configuration(runtime_id, &local_url, configure_key.as_deref(), &configure).await;
+        let (runtime_id, local_url) = (&claim.runtime_id, &container.local_url);
+        finish_configuration(runtime_id, local_url, configure_key.as_deref(), &configure).await;
         store.save(&claim)?;
     }
-    Ok(Entry {
-        claim,
-        container_id,
-        url: config.public_url(port),
-        local_url,
-        paused,
-        ready: false,
-        work_hosts: config.work_hosts(&app_ports),
-        image,
-    })
+    Ok(Entry::new(claim, container, paused, config))
 }
 
 /// Sends a sandboxd the configuration a service killed between the claim and the

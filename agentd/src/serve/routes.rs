@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Multipart, Path, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -109,12 +110,17 @@ async fn authenticate(
     }
 }
 
-/// The owner the authentication put on the request.
-fn owner(request: &axum::http::Extensions) -> Result<Caller, ServeError> {
-    request
-        .get::<Caller>()
-        .cloned()
-        .ok_or_else(|| ServeError::Internal("unauthenticated request".to_string()))
+/// A handler's `Caller` argument: the owner the authentication put on the request.
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ServeError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Caller, ServeError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| ServeError::Internal("unauthenticated request".to_string()))
+    }
 }
 
 /// Decodes a JSON body with a precise 422 on mistakes.
@@ -131,34 +137,17 @@ async fn not_found() -> Response {
     detail(StatusCode::NOT_FOUND, "Not Found")
 }
 
-async fn start(
-    State(service): Service,
-    extensions: axum::http::Extensions,
-    body: Bytes,
-) -> Response {
+async fn start(State(service): Service, owner: Caller, body: Bytes) -> Response {
     let request: StartRequest = match json(&body) {
         Ok(request) => request,
         Err(e) => return e.into_response(),
     };
-    let result = match owner(&extensions) {
-        Ok(owner) => service.start(&owner, request).await,
-        Err(e) => Err(e),
-    };
-    respond(result)
+    respond(service.start(&owner, request).await)
 }
 
-async fn by_id(
-    service: Arc<SandboxService>,
-    extensions: axum::http::Extensions,
-    body: Bytes,
-    call: Call,
-) -> Response {
+async fn by_id(service: Arc<SandboxService>, owner: Caller, body: Bytes, call: Call) -> Response {
     let request: RuntimeIdRequest = match json(&body) {
         Ok(request) => request,
-        Err(e) => return e.into_response(),
-    };
-    let owner = match owner(&extensions) {
-        Ok(owner) => owner,
         Err(e) => return e.into_response(),
     };
     let id = &request.runtime_id;
@@ -177,56 +166,28 @@ enum Call {
     Resume,
 }
 
-async fn stop(
-    State(service): Service,
-    extensions: axum::http::Extensions,
-    body: Bytes,
-) -> Response {
-    by_id(service, extensions, body, Call::Stop).await
+async fn stop(State(service): Service, owner: Caller, body: Bytes) -> Response {
+    by_id(service, owner, body, Call::Stop).await
 }
 
-async fn pause(
-    State(service): Service,
-    extensions: axum::http::Extensions,
-    body: Bytes,
-) -> Response {
-    by_id(service, extensions, body, Call::Pause).await
+async fn pause(State(service): Service, owner: Caller, body: Bytes) -> Response {
+    by_id(service, owner, body, Call::Pause).await
 }
 
-async fn resume(
-    State(service): Service,
-    extensions: axum::http::Extensions,
-    body: Bytes,
-) -> Response {
-    by_id(service, extensions, body, Call::Resume).await
+async fn resume(State(service): Service, owner: Caller, body: Bytes) -> Response {
+    by_id(service, owner, body, Call::Resume).await
 }
 
-async fn session(
-    State(service): Service,
-    extensions: axum::http::Extensions,
-    Path(sid): Path<String>,
-) -> Response {
-    let result = match owner(&extensions) {
-        Ok(owner) => service.session(&owner, &sid).await,
-        Err(e) => Err(e),
-    };
-    respond(result)
+async fn session(State(service): Service, owner: Caller, Path(sid): Path<String>) -> Response {
+    respond(service.session(&owner, &sid).await)
 }
 
-async fn runtime(
-    State(service): Service,
-    extensions: axum::http::Extensions,
-    Path(id): Path<String>,
-) -> Response {
-    let result = match owner(&extensions) {
-        Ok(owner) => service.runtime_status(&owner, &id).await,
-        Err(e) => Err(e),
-    };
-    respond(result)
+async fn runtime(State(service): Service, owner: Caller, Path(id): Path<String>) -> Response {
+    respond(service.runtime_status(&owner, &id).await)
 }
 
-async fn list(State(service): Service, extensions: axum::http::Extensions) -> Response {
-    respond(owner(&extensions).map(|owner| service.list(&owner)))
+async fn list(State(service): Service, owner: Caller) -> Response {
+    axum::Json(service.list(&owner)).into_response()
 }
 
 async fn registry_prefix(State(service): Service) -> Response {
@@ -257,13 +218,9 @@ async fn image_exists(
 /// `POST /build`: the multipart form of OpenHands' `RemoteRuntimeBuilder`.
 async fn build(
     State(service): Service,
-    extensions: axum::http::Extensions,
+    owner: Caller,
     form: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> Response {
-    let owner = match owner(&extensions) {
-        Ok(owner) => owner,
-        Err(e) => return e.into_response(),
-    };
     let request = match form {
         Ok(form) => build_request(form).await,
         Err(e) => Err(ServeError::BadRequest(format!(
@@ -312,7 +269,7 @@ struct BuildQuery {
 
 async fn build_status(
     State(service): Service,
-    extensions: axum::http::Extensions,
+    owner: Caller,
     query: Result<Query<BuildQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let Ok(Query(query)) = query else {
@@ -321,7 +278,7 @@ async fn build_status(
             "the query parameter build_id is required",
         );
     };
-    respond(owner(&extensions).and_then(|owner| service.build_status(&owner, &query.build_id)))
+    respond(service.build_status(&owner, &query.build_id))
 }
 
 fn respond<T: serde::Serialize>(result: Result<T, ServeError>) -> Response {

@@ -62,6 +62,24 @@ pub(crate) struct SandboxService {
     capacity: HostCapacity,
 }
 
+/// Refuses a setting (`name`) that lists a key which is not one of `api_keys`, showing only
+/// the key's first four characters.
+fn only_api_keys<'a>(
+    name: &str,
+    keys: impl IntoIterator<Item = &'a String>,
+    api_keys: &[String],
+) -> Result<(), ServeError> {
+    match keys.into_iter().find(|k| !api_keys.contains(k)) {
+        Some(stranger) => {
+            let shown: String = stranger.chars().take(4).collect();
+            Err(ServeError::Config(format!(
+                "{name} holds a key ({shown}...) that is not one of api_keys"
+            )))
+        }
+        None => Ok(()),
+    }
+}
+
 impl SandboxService {
     /// Connects to Docker, makes the pool images sandbox images, and recovers the sandboxes a
     /// previous run of this service left (by label, with their claims from the state directory).
@@ -72,31 +90,13 @@ impl SandboxService {
                 "no API key: pass --api-key, set AGENTD_API_KEYS or [serve] api_keys".to_string(),
             ));
         }
-        if let Some(stranger) = config
-            .sudo_keys
-            .iter()
-            .find(|k| !config.api_keys.contains(k))
-        {
-            let shown: String = stranger.chars().take(4).collect();
-            return Err(ServeError::Config(format!(
-                "sudo_keys holds a key ({shown}...) that is not one of api_keys"
-            )));
-        }
+        only_api_keys("sudo_keys", &config.sudo_keys, &config.api_keys)?;
         let sudoers = config
             .sudo_keys
             .iter()
             .map(|k| auth::caller_of(k))
             .collect();
-        if let Some(stranger) = config
-            .egress_keys
-            .keys()
-            .find(|k| !config.api_keys.contains(k))
-        {
-            let shown: String = stranger.chars().take(4).collect();
-            return Err(ServeError::Config(format!(
-                "egress_keys holds a key ({shown}...) that is not one of api_keys"
-            )));
-        }
+        only_api_keys("egress_keys", config.egress_keys.keys(), &config.api_keys)?;
         let key_egress = config
             .egress_keys
             .iter()
@@ -291,7 +291,7 @@ impl SandboxService {
                 Ok(response)
             }
             Err(e) => {
-                if let Err(down) = self.docker.down(&warm.container_id).await {
+                if let Err(down) = self.docker.down(&warm.container.id).await {
                     tracing::warn!(runtime_id = %warm.runtime_id, error = %down, "cannot remove a sandbox that failed to start");
                 }
                 let _ = self.store.remove(&warm.runtime_id);
@@ -311,7 +311,7 @@ impl SandboxService {
         if request.resource_factor != 1.0 {
             let limits = self.config.limits.scaled(request.resource_factor);
             self.docker
-                .update_limits(&warm.container_id, &limits)
+                .update_limits(&warm.container.id, &limits)
                 .await?;
         }
         let session_api_key = random_hex(32).map_err(|e| ServeError::Internal(e.to_string()))?;
@@ -332,7 +332,7 @@ impl SandboxService {
         if let Some(configure) = claim.pending_configuration.take() {
             send_configuration(
                 &self.probe,
-                &warm.local_url,
+                &warm.container.local_url,
                 &warm.configure_key,
                 &configure,
             )
@@ -348,16 +348,7 @@ impl SandboxService {
         }
         // sandboxd has its configuration: the caller's environment leaves the disk.
         self.store.save(&claim)?;
-        Ok(Entry {
-            claim,
-            container_id: warm.container_id,
-            url: self.config.public_url(warm.port),
-            local_url: warm.local_url,
-            paused: false,
-            ready: false,
-            work_hosts: self.config.work_hosts(&warm.app_ports),
-            image: warm.image,
-        })
+        Ok(Entry::new(claim, warm.container, false, &self.config))
     }
 
     /// The caller's entry for a runtime id (another key's sandboxes are not found).
@@ -388,7 +379,7 @@ impl SandboxService {
             return PodStatus::Paused;
         }
         // sandboxd answers: ready (a configured warm sandbox answers as soon as `/start` did).
-        if answers_alive(&self.probe, &entry.local_url).await {
+        if answers_alive(&self.probe, &entry.container.local_url).await {
             if !entry.ready {
                 self.table.set_ready(&entry.claim.runtime_id);
             }
@@ -401,7 +392,7 @@ impl SandboxService {
                 PodStatus::Ready
             };
         }
-        match self.docker.get_state(&entry.container_id).await {
+        match self.docker.get_state(&entry.container.id).await {
             Ok(state) => unanswered_pod_status(state),
             Err(e) => {
                 tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
@@ -413,7 +404,7 @@ impl SandboxService {
     /// Whether the sandbox's container is no more, or no longer running (nor paused). A
     /// failed inspection says nothing: not gone.
     async fn gone(&self, entry: &Entry) -> bool {
-        match self.docker.get_state(&entry.container_id).await {
+        match self.docker.get_state(&entry.container.id).await {
             Ok(state) => is_gone(state),
             Err(e) => {
                 tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
@@ -456,10 +447,7 @@ impl SandboxService {
         };
         Ok(SessionResponse {
             status,
-            runtime_id: entry.claim.runtime_id.clone(),
-            url: entry.url.clone(),
-            session_api_key: Some(entry.claim.session_api_key.clone()),
-            work_hosts: entry.work_hosts.clone(),
+            access: entry.access(),
         })
     }
 
@@ -493,9 +481,9 @@ impl SandboxService {
     async fn remove(&self, entry: &Entry) -> Result<(), ServeError> {
         if entry.paused {
             // A paused container cannot be killed; thaw it first.
-            let _ = self.docker.unpause(&entry.container_id).await;
+            let _ = self.docker.unpause(&entry.container.id).await;
         }
-        match self.docker.down(&entry.container_id).await {
+        match self.docker.down(&entry.container.id).await {
             Ok(()) | Err(DockerError::NoSuchSandbox(_)) => {}
             Err(e) => return Err(e.into()),
         }
@@ -512,7 +500,7 @@ impl SandboxService {
     ) -> Result<RuntimeStateResponse, ServeError> {
         let entry = self.entry(owner, runtime_id)?;
         if !entry.paused {
-            self.docker.pause(&entry.container_id).await?;
+            self.docker.pause(&entry.container.id).await?;
             self.table.set_paused(runtime_id, true);
         }
         Ok(RuntimeStateResponse {
@@ -529,7 +517,7 @@ impl SandboxService {
     ) -> Result<RuntimeStateResponse, ServeError> {
         let entry = self.entry(owner, runtime_id)?;
         if entry.paused {
-            self.docker.unpause(&entry.container_id).await?;
+            self.docker.unpause(&entry.container.id).await?;
             self.table.set_paused(runtime_id, false);
         }
         Ok(RuntimeStateResponse {
@@ -544,7 +532,7 @@ impl SandboxService {
         let drained = self.pools.drain();
         let removals = drained
             .iter()
-            .map(|warm| self.docker.down(&warm.container_id));
+            .map(|warm| self.docker.down(&warm.container.id));
         for (warm, result) in drained
             .iter()
             .zip(futures_util::future::join_all(removals).await)

@@ -5,19 +5,20 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
-use protocol::runtime_api::{PodStatus, RuntimeSummary, SessionStatus, StartResponse};
+use protocol::runtime_api::{
+    PodStatus, RuntimeAccess, RuntimeSummary, SessionStatus, StartResponse,
+};
 
 use super::auth::Caller;
+use super::pool::SandboxContainer;
 use super::store::Claim;
-use super::{ServeError, lock};
+use super::{ServeConfig, ServeError, lock};
 
 /// A claimed sandbox.
 #[derive(Debug, Clone)]
 pub(super) struct Entry {
     pub(super) claim: Claim,
-    pub(super) container_id: String,
-    /// sandboxd's URL from this host (published port on loopback).
-    pub(super) local_url: String,
+    pub(super) container: SandboxContainer,
     /// sandboxd's URL for callers.
     pub(super) url: String,
     pub(super) paused: bool,
@@ -25,23 +26,45 @@ pub(super) struct Entry {
     pub(super) ready: bool,
     /// The agent's app ports: URL for callers → port inside.
     pub(super) work_hosts: BTreeMap<String, u16>,
-    /// The sandbox image it runs.
-    pub(super) image: String,
 }
 
 impl Entry {
+    /// `container`, claimed by `claim`, as `config`'s callers reach it; not yet seen ready.
+    pub(super) fn new(
+        claim: Claim,
+        container: SandboxContainer,
+        paused: bool,
+        config: &ServeConfig,
+    ) -> Entry {
+        Entry {
+            claim,
+            url: config.public_url(container.port),
+            work_hosts: config.work_hosts(&container.app_ports),
+            container,
+            paused,
+            ready: false,
+        }
+    }
+
     fn is_owned_by(&self, owner: &Caller) -> bool {
         self.claim.owner == owner.as_str()
+    }
+
+    /// How its caller reaches it (part of the answers to `/start` and `/sessions/{sid}`).
+    pub(super) fn access(&self) -> RuntimeAccess {
+        RuntimeAccess {
+            runtime_id: self.claim.runtime_id.clone(),
+            url: self.url.clone(),
+            session_api_key: Some(self.claim.session_api_key.clone()),
+            work_hosts: self.work_hosts.clone(),
+        }
     }
 
     /// The answer to a `/start` of its session.
     pub(super) fn start_response(&self) -> StartResponse {
         StartResponse {
-            runtime_id: self.claim.runtime_id.clone(),
-            url: self.url.clone(),
-            session_api_key: Some(self.claim.session_api_key.clone()),
-            work_hosts: self.work_hosts.clone(),
-            image: Some(self.image.clone()),
+            access: self.access(),
+            image: Some(self.container.image.clone()),
         }
     }
 

@@ -17,9 +17,9 @@ fn save_and_load_round_trip_and_leave_no_temporary_file() {
     state.outputs.insert("answer".into(), 42.into());
     state.extra_data.insert("k".into(), "v".into());
     state.resume_count = 2;
-    state.save(&path).unwrap();
+    state.save(&path, &Default::default()).unwrap();
     state.iteration = 8;
-    state.save(&path).unwrap();
+    state.save(&path, &Default::default()).unwrap();
 
     assert_eq!(State::load(&path).unwrap(), state);
     let names: Vec<_> = std::fs::read_dir(dir.path())
@@ -68,4 +68,26 @@ fn the_budget_adds_only_what_the_running_total_grew_by() {
     budget.record(0.5);
     assert!((budget.spent - 1.0).abs() < 1e-9);
     assert!(budget.exhausted());
+}
+
+#[test]
+fn secret_values_are_masked_in_the_saved_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.json");
+    let mut state = State::new("s", 5, None);
+    state.last_error = Some("RuntimeError: bad token pw-98765".into());
+    state
+        .outputs
+        .insert("list".into(), serde_json::json!(["pw-98765"]));
+    let secret = crate::secrets::Secret::new("PW", "pw-98765".into(), "").unwrap();
+    state
+        .save(&path, &crate::secrets::SecretMask::new(&[secret]))
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("pw-98765"), "{text}");
+    let loaded = State::load(&path).unwrap();
+    assert_eq!(
+        loaded.last_error.as_deref(),
+        Some("RuntimeError: bad token <secret_hidden>")
+    );
 }

@@ -70,8 +70,26 @@ fn save_and_load_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
     let recorded: Vec<Arc<Event>> = events(RECORDED).into_iter().map(Arc::new).collect();
-    save(&path, &recorded).unwrap();
+    save(&path, &recorded, &Default::default()).unwrap();
     let loaded = load(&path).unwrap();
     assert_eq!(loaded.len(), 4);
     assert_eq!(loaded[1], *recorded[1]);
+}
+
+#[test]
+fn secret_values_are_masked_in_a_saved_trajectory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let recorded: Vec<Arc<Event>> = events(RECORDED).into_iter().map(Arc::new).collect();
+    let secret = crate::secrets::Secret::new("X", "echo hi".into(), "").unwrap();
+    save(
+        &path,
+        &recorded,
+        &crate::secrets::SecretMask::new(&[secret]),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("echo hi"), "{text}");
+    assert!(text.contains("<secret_hidden>"));
+    assert_eq!(load(&path).unwrap().len(), 4);
 }

@@ -26,6 +26,19 @@ async fn run(
     config: &str,
     extra: &[&str],
 ) -> Output {
+    run_with_env(dir, workspace, fake, task, config, extra, &[]).await
+}
+
+/// [`run`] with `env` added to agentd's environment.
+async fn run_with_env(
+    dir: &Path,
+    workspace: &Path,
+    fake: &FakeLlm,
+    task: &str,
+    config: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let config_path = dir.join("agentd.toml");
     let config = format!("{TEST_LLM}{config}");
     std::fs::write(&config_path, config).unwrap();
@@ -55,6 +68,12 @@ async fn run(
         .env_remove("LLM_MODEL")
         .env_remove("LLM_BASE_URL")
         .env_remove("LLM_API_KEY")
+        .env_remove("AGENTD_REPO")
+        .env_remove("AGENTD_REPO_DIR")
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GITLAB_TOKEN")
+        .env_remove("BITBUCKET_TOKEN")
+        .envs(env.iter().copied())
         .kill_on_drop(true)
         .output()
         .await
@@ -71,15 +90,19 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// The events of the one session in `dir/sessions`.
-fn session_events(dir: &Path) -> Vec<Event> {
-    let sessions = dir.join("sessions");
-    let session = std::fs::read_dir(&sessions)
+/// The directory of the one session in `dir/sessions`.
+fn session_dir(dir: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(dir.join("sessions"))
         .unwrap()
         .next()
         .unwrap()
-        .unwrap();
-    std::fs::read_to_string(session.path().join("events.jsonl"))
+        .unwrap()
+        .path()
+}
+
+/// The events of the one session in `dir/sessions`.
+fn session_events(dir: &Path) -> Vec<Event> {
+    std::fs::read_to_string(session_dir(dir).join("events.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -87,12 +110,7 @@ fn session_events(dir: &Path) -> Vec<Event> {
 }
 
 fn state(dir: &Path) -> Value {
-    let session = std::fs::read_dir(dir.join("sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    serde_json::from_slice(&std::fs::read(session.path().join("state.json")).unwrap()).unwrap()
+    serde_json::from_slice(&std::fs::read(session_dir(dir).join("state.json")).unwrap()).unwrap()
 }
 
 /// The roles of a recorded request's messages, in order.
@@ -132,6 +150,7 @@ fn prompted_call(thought: &str, name: &str, params: &[(&str, &str)]) -> Reply {
 const PROGRAM: &str = "print('hello from the agent')";
 
 mod mcp;
+mod recall;
 mod workspace;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,13 +193,22 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     assert_eq!(std::fs::read_to_string(&file).unwrap(), PROGRAM);
     let native_events = session_events(&native_dir);
 
-    // The last request shows every call paired with its result, as role=tool.
+    // The last request shows every call paired with its result, as role=tool, after the task
+    // and the workspace context (the recall of the first message).
     let requests = native.requests();
     assert_eq!(requests.len(), 3);
     let last = &requests[2];
     assert_eq!(
         roles(last),
-        ["system", "user", "assistant", "tool", "assistant", "tool"]
+        [
+            "system",
+            "user",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool"
+        ]
     );
     assert_eq!(last["model"], "fake-model");
     let tools: Vec<&str> = last["tools"]
@@ -201,19 +229,23 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     );
     let messages = last["messages"].as_array().unwrap();
     assert_eq!(text(&messages[1]), "Write hello.py and run it.");
-    for (call, result) in [(2, 3), (4, 5)] {
+    assert!(
+        text(&messages[2]).starts_with("\n\n<RUNTIME_INFORMATION>"),
+        "{last}"
+    );
+    for (call, result) in [(3, 4), (5, 6)] {
         let id = &messages[call]["tool_calls"][0]["id"];
         assert_eq!(&messages[result]["tool_call_id"], id);
     }
     assert!(
-        text(&messages[3]).contains("File created successfully"),
+        text(&messages[4]).contains("File created successfully"),
         "{last}"
     );
     assert!(
-        text(&messages[5]).contains("hello from the agent"),
+        text(&messages[6]).contains("hello from the agent"),
         "{last}"
     );
-    assert!(text(&messages[5]).contains("exit code 0"), "{last}");
+    assert!(text(&messages[6]).contains("exit code 0"), "{last}");
     // --dump-requests wrote each request as sent.
     let dumped = testkit::sorted_paths(&dumps);
     assert_eq!(dumped.len(), 3);
@@ -327,16 +359,24 @@ async fn several_calls_in_one_answer_run_in_order_and_their_results_follow_the_o
     let messages = requests[1]["messages"].as_array().unwrap();
     assert_eq!(
         roles(&requests[1]),
-        ["system", "user", "assistant", "tool", "tool", "tool"]
+        [
+            "system",
+            "user",
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "tool"
+        ]
     );
-    let calls = messages[2]["tool_calls"].as_array().unwrap();
+    let calls = messages[3]["tool_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 3);
     for (i, call) in calls.iter().enumerate() {
-        assert_eq!(messages[3 + i]["tool_call_id"], call["id"]);
+        assert_eq!(messages[4 + i]["tool_call_id"], call["id"]);
     }
-    assert!(text(&messages[3]).contains("first"));
-    assert_eq!(text(&messages[4]), "Your thought has been logged.");
-    assert!(text(&messages[5]).contains("second"));
+    assert!(text(&messages[4]).contains("first"));
+    assert_eq!(text(&messages[5]), "Your thought has been logged.");
+    assert!(text(&messages[6]).contains("second"));
 
     // One metrics record for the one call: on the first action only.
     let events = session_events(dir.path());

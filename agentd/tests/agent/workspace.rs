@@ -150,7 +150,8 @@ async fn a_run_whose_every_action_was_denied_is_not_finished_and_says_why() {
         Reply::tool_calls([("finish", json!({"message": "done"}))]),
     ])
     .await;
-    let out = run_in_docker(dir.path(), &workspace, &fake, &[]).await;
+    // No disk limit: with one, the root is read-only, and the writes fail for that first.
+    let out = run_in_docker(dir.path(), &workspace, &fake, &["--disk", "none"]).await;
     let log = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{log}");
     assert!(

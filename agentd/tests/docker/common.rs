@@ -69,6 +69,14 @@ impl Running {
         let obs = self.client.run(command, Some(60.0)).await.expect("run");
         (obs.exit_code().expect("a run observation"), obs.content)
     }
+
+    /// Asserts that the sandbox survived whatever the test did: sandboxd answers `/alive` and
+    /// its shell still runs a command.
+    pub async fn assert_survived(&self) {
+        self.client.alive().await.expect("sandboxd answers");
+        let (code, out) = self.sh("echo still here").await;
+        assert_eq!((code, out.trim()), (0, "still here"));
+    }
 }
 
 /// Removes a container when a test ends, however it ends (with the Docker CLI: drop cannot

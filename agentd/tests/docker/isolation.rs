@@ -24,9 +24,7 @@ async fn a_fork_bomb_hits_the_pids_limit_and_the_sandbox_survives() {
     let (_, out) = sandbox.sh(bomb).await;
     assert!(out.contains("Resource temporarily unavailable"), "{out}");
 
-    sandbox.client.alive().await.expect("sandboxd answers");
-    let (code, out) = sandbox.sh("echo still here").await;
-    assert_eq!((code, out.trim()), (0, "still here"));
+    sandbox.assert_survived().await;
 }
 
 #[tokio::test]
@@ -39,9 +37,7 @@ async fn a_memory_hog_is_killed_and_the_sandbox_survives() {
     assert_ne!(code, 0, "the hog got its memory: {out}");
     assert!(!out.contains("1073741824"), "{out}");
 
-    sandbox.client.alive().await.expect("sandboxd answers");
-    let (code, out) = sandbox.sh("echo still here").await;
-    assert_eq!((code, out.trim()), (0, "still here"));
+    sandbox.assert_survived().await;
 }
 
 #[tokio::test]
@@ -106,9 +102,7 @@ async fn the_sandbox_user_can_neither_kill_nor_inspect_sandboxd() {
         .sh(&format!("kill -9 {pid} 2>&1; kill -9 -1; echo sent"))
         .await;
     assert!(out.contains("Operation not permitted"), "{out}");
-    sandbox.client.alive().await.expect("sandboxd answers");
-    let (code, out) = sandbox.sh("echo still here").await;
-    assert_eq!((code, out.trim()), (0, "still here"));
+    sandbox.assert_survived().await;
 }
 
 #[tokio::test]
@@ -434,4 +428,95 @@ async fn a_domain_policy_lets_its_names_through_and_refuses_others_at_once_sayin
         "SNI other.test: {out}"
     );
     assert!(started.elapsed() < Duration::from_secs(4), "refused fast");
+}
+
+/// The container's writable layer as the engine measures it, in bytes.
+fn writable_layer_bytes(id: &str) -> u64 {
+    let out = Command::new("docker")
+        .args(["container", "inspect", "--size", "-f", "{{.SizeRw}}", id])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// Issue 14.8: 2 GiB written into `$HOME` came off the host's free disk. Every place the
+/// sandbox user can write is on the sandbox's disk (here the storage driver has no quota, so a
+/// disk of its own), which ends at its size with ENOSPC; the root is read-only; the sandbox
+/// answers on, and the host's side of it is gone as soon as it runs.
+#[tokio::test]
+async fn a_disk_fill_stops_at_the_sandboxs_disk_and_the_sandbox_goes_on() {
+    let sandbox = Running::up(&config(|c| c.disk_bytes = Some(64 << 20)).await).await;
+    let disk = &sandbox.sandbox.disk;
+    assert!(
+        disk.contains("64 MiB (the storage driver's quota)")
+            || (disk.contains(
+                "64 MiB of its own for /home/openhands, /opt/venv, /var/tmp, /workspace"
+            ) && disk.contains("the root file system is read-only")),
+        "{disk}"
+    );
+    // The image's content is on the disk: the home's dot files, the venv's Python and pip.
+    let (code, out) = sandbox
+        .sh("test -f ~/.bashrc && python -c 'import ipykernel; print(\"kernel ok\")' && pip --version >/dev/null && echo ok")
+        .await;
+    assert_eq!(code, 0, "{out}");
+    let before = writable_layer_bytes(&sandbox.sandbox.id);
+    for place in ["~", "/var/tmp", "/opt/venv", "/workspace"] {
+        let (_, out) = sandbox
+            .sh(&format!(
+                "dd if=/dev/zero of={place}/fill bs=1M count=200 2>&1 | head -n1; rm -f {place}/fill"
+            ))
+            .await;
+        assert!(out.contains("No space left on device"), "{place}: {out}");
+    }
+    // Nothing else of the root file system takes writes (the mount points found are skipped).
+    let (code, out) = sandbox
+        .sh("root=$(stat -c %d /); for d in $(find / -xdev -type d -perm -0002 2>/dev/null) /opt /usr/local; do [ \"$(stat -c %d $d)\" = $root ] || continue; touch $d/sbx-probe 2>/dev/null && echo WROTE $d; done; echo checked")
+        .await;
+    assert_eq!((code, out.trim()), (0, "checked"));
+    let obs = sandbox.client.write("/etc/sbx-probe", "x\n").await.unwrap();
+    assert!(
+        obs.content.contains("Read-only file system")
+            && obs
+                .content
+                .contains("is on a read-only file system: nothing can be written there"),
+        "{}",
+        obs.content
+    );
+    let after = writable_layer_bytes(&sandbox.sandbox.id);
+    assert!(
+        after < before + (4 << 20),
+        "the writable layer grew from {before} to {after} bytes"
+    );
+    sandbox.client.alive().await.expect("sandboxd answers");
+    let (code, out) = sandbox.sh("echo still here > ~/note && cat ~/note").await;
+    assert_eq!((code, out.trim()), (0, "still here"));
+    // The host keeps no mount or file of it: the container's mounts hold the disk.
+    let root = "/var/lib/sandboxd/disks";
+    let name = &sandbox.sandbox.name;
+    assert!(!std::path::Path::new(&format!("{root}/{name}.img")).exists());
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&format!("{root}/{name}")), "{mounts}");
+}
+
+/// With sudo the root must stay writable (package installs): the limit then covers only the
+/// disk's paths, and the sandbox says that the root is not limited.
+#[tokio::test]
+async fn with_sudo_the_sandbox_says_that_its_root_is_not_limited() {
+    let sandbox = Running::up(
+        &config(|c| {
+            c.sudo = true;
+            c.disk_bytes = Some(64 << 20);
+        })
+        .await,
+    )
+    .await;
+    let disk = &sandbox.sandbox.disk;
+    if disk.contains("storage driver's quota") {
+        return;
+    }
+    assert!(disk.contains("NOT limited"), "{disk}");
+    let (code, out) = sandbox
+        .sh("sudo touch /usr/local/sbx-probe && echo root writable")
+        .await;
+    assert_eq!((code, out.trim()), (0, "root writable"));
 }

@@ -177,6 +177,30 @@ async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
     assert!(container_exists(&detached.id));
 }
 
+/// What an agentd that died while making a sandbox disk leaves (an old image file, the
+/// content cache of an image the engine no longer has) goes with `gc`; the cache of an image
+/// it has stays.
+#[tokio::test]
+async fn gc_removes_old_disk_leftovers_and_the_content_of_gone_images() {
+    let _sandbox = Running::up(&config(|_| {}).await).await;
+    let root = std::path::Path::new("/var/lib/sandboxd/disks");
+    let gone =
+        root.join(".content/0000000000000000000000000000000000000000000000000000000000000000");
+    std::fs::create_dir_all(&gone).unwrap();
+    let leftover = root.join("sandbox-left-by-a-dead-agentd.img");
+    let file = std::fs::File::create(&leftover).unwrap();
+    // Older than the ten minutes a disk may take to be made.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    file.set_modified(old).unwrap();
+    drop(file);
+    let docker = DockerHost::connect().unwrap();
+    docker.gc(GcPolicy::default()).await.unwrap();
+    assert!(!gone.exists(), "the content of a gone image was kept");
+    assert!(!leftover.exists(), "an old leftover disk was kept");
+    let kept = std::fs::read_dir(root.join(".content")).unwrap().count();
+    assert!(kept >= 1, "the content of the test image went too");
+}
+
 #[tokio::test]
 async fn attach_removes_its_sandbox_on_sigterm() {
     let image = sandbox_image().await;

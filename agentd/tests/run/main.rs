@@ -276,8 +276,9 @@ fn spawn_sleeper(dir: &Path) -> Child {
         {"action": "finish", "args": {}}
     ]);
     let command = scripted_run(dir, &actions, &["--json"]);
-    // message, running, run, observation, run(sleep) printed: sleep is executing.
-    spawn_until(command, 5)
+    // message, running, recall, its answer, run, observation, run(sleep) printed: sleep is
+    // executing.
+    spawn_until(command, 7)
 }
 
 /// Spawns a run and returns it once `lines` events were printed.
@@ -328,14 +329,15 @@ fn a_run_killed_with_sigkill_resumes_with_nothing_lost_or_repeated() {
         .arg(&script)
         .arg("--workspace")
         .arg(dir.path());
-    // user message, running, then action/observation pairs: kill in the middle of the run.
-    let mut child = spawn_until(command, 2 + 2 * 4 + 1);
+    // user message, running, recall and its answer, then action/observation pairs: kill in
+    // the middle of the run.
+    let mut child = spawn_until(command, 4 + 2 * 4 + 1);
     let orphans = children(child.id());
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let (_, before) = session_events(&sessions);
     assert!(
-        before.len() < 2 + 2 * steps + 2,
+        before.len() < 4 + 2 * steps + 2,
         "the run was not interrupted"
     );
 

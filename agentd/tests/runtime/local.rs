@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use agentd::{Runtime, RuntimeError, RuntimeKind, error_id};
 use protocol::action::{ConfirmationState, FileReadArgs, FileWriteArgs, ThinkArgs};
 use protocol::{ActionKind, ObservationKind};
+use sandbox_common::ProcStat;
 
 use crate::common::{
     action, answer_to_a_kill, cell, children_named, error_id_of, eventually, group_members, live,
@@ -227,4 +228,142 @@ async fn a_missing_workspace_is_a_configuration_error() {
     let err = Runtime::start(&config).await.unwrap_err();
     assert!(matches!(err, RuntimeError::Config(_)), "{err}");
     assert!(err.to_string().contains("not a directory"), "{err}");
+}
+
+/// Starts, in the sandbox, the ways a process can leave sandboxd's tree, its session, its group
+/// and its marker variable: a `nohup` job, a `setsid -f` job with an empty environment, a
+/// double fork with an empty environment, and an IPython `Popen` in a new session with an empty
+/// environment. Each is a `sleep` of a duration no other test uses; returns their pids.
+async fn start_escapees(runtime: &Runtime, workspace: &std::path::Path, tag: u32) -> Vec<u32> {
+    let pid_of = |name: &str| workspace.join(format!("{name}.pid"));
+    let commands = [
+        (
+            "nohup",
+            format!("nohup sh -c 'echo $$ > nohup.pid; exec sleep {tag}.1' > /dev/null 2>&1 &"),
+        ),
+        (
+            "setsid",
+            format!(
+                "env -i setsid -f /bin/sh -c 'echo $$ > setsid.pid; exec sleep {tag}.2' > /dev/null 2>&1"
+            ),
+        ),
+        (
+            "double",
+            format!(
+                "env -i /bin/sh -c '(/bin/sh -c \"echo \\$\\$ > double.pid; exec sleep {tag}.3\" &)' > /dev/null 2>&1"
+            ),
+        ),
+    ];
+    for (_, command) in &commands {
+        sh(runtime, command).await;
+    }
+    let obs = runtime
+        .execute(&cell(
+            2,
+            &format!(
+                "import subprocess\np = subprocess.Popen(['sleep', '{tag}.4'], start_new_session=True, env={{}})\nopen('popen.pid', 'w').write(str(p.pid))"
+            ),
+        ))
+        .await;
+    assert!(
+        matches!(obs.kind, ObservationKind::RunIpython(_)),
+        "{obs:?}"
+    );
+    let mut pids = Vec::new();
+    for name in ["nohup", "setsid", "double", "popen"] {
+        let file = pid_of(name);
+        eventually(&format!("the {name} job to start"), || {
+            std::fs::read_to_string(&file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
+        })
+        .await;
+        let pid: u32 = std::fs::read_to_string(&file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(live(pid), "the {name} job is not running");
+        pids.push(pid);
+    }
+    pids
+}
+
+/// Issue 14.10e: jobs that emptied their environment and left sandboxd's session and tree
+/// (`env -i setsid -f`, a double fork, `Popen(start_new_session=True, env={})`) survived a
+/// SIGKILL of a local sandboxd. Its keeper adopts them and kills them when sandboxd dies.
+#[tokio::test]
+async fn nothing_the_sandbox_started_survives_a_sigkill_of_sandboxd() {
+    let (runtime, workspace) = local().await;
+    let keeper = runtime.pid().unwrap();
+    let sandboxd = children_named(keeper, "sandboxd");
+    assert_eq!(sandboxd.len(), 1, "sandboxd runs under its keeper");
+    let escapees = start_escapees(&runtime, workspace.path(), 7311).await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sandboxd[0] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let death = runtime.died().await;
+    assert!(death.summary.contains("killed by SIGKILL"), "{death}");
+    for pid in escapees {
+        eventually("the escaped job to die", || !live(pid)).await;
+    }
+    assert!(!live(keeper), "the keeper outlived sandboxd");
+    runtime.close().await.unwrap();
+}
+
+/// While sandboxd lives, the processes that left its tree are the keeper's: they keep running,
+/// and once they end they are reaped, not left as zombies.
+#[tokio::test]
+async fn escaped_jobs_run_on_and_are_reaped_when_they_end() {
+    let (runtime, workspace) = local().await;
+    let keeper = runtime.pid().unwrap();
+    sh(
+        &runtime,
+        "mkfifo short.fifo; env -i setsid -f /bin/sh -c 'echo $$ > short.pid; read line < short.fifo' > /dev/null 2>&1",
+    )
+    .await;
+    let file = workspace.path().join("short.pid");
+    eventually("the job to start", || {
+        std::fs::read_to_string(&file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
+    })
+    .await;
+    let pid: u32 = std::fs::read_to_string(&file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(ProcStat::read(pid).map(|s| s.ppid), Some(keeper));
+    // Let it end; it must disappear from /proc altogether (reaped).
+    sh(&runtime, "echo go > short.fifo").await;
+    eventually("the job to be reaped", || ProcStat::read(pid).is_none()).await;
+    assert!(runtime.is_alive());
+    runtime.close().await.unwrap();
+}
+
+/// One local sandbox's death takes only its own escaped jobs: another sandbox's go on until
+/// that sandbox is closed.
+#[tokio::test]
+async fn one_sandboxs_death_spares_another_sandboxs_jobs() {
+    let (doomed, doomed_ws) = local().await;
+    let (other, other_ws) = local().await;
+    let doomed_jobs = start_escapees(&doomed, doomed_ws.path(), 7312).await;
+    let other_jobs = start_escapees(&other, other_ws.path(), 7313).await;
+    let sandboxd = children_named(doomed.pid().unwrap(), "sandboxd");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sandboxd[0] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    doomed.died().await;
+    for pid in doomed_jobs {
+        eventually("the doomed sandbox's job to die", || !live(pid)).await;
+    }
+    for &pid in &other_jobs {
+        assert!(live(pid), "another sandbox's job died with its neighbour");
+    }
+    other.close().await.unwrap();
+    for pid in other_jobs {
+        assert!(!live(pid), "a job survived its sandbox's close");
+    }
+    doomed.close().await.unwrap();
 }

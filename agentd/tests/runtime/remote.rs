@@ -259,11 +259,18 @@ async fn tool_call_metadata_is_not_sent_to_sandboxd_but_is_on_the_observation() 
         max_budget: None,
         stop_on_signals: false,
         mcp: Default::default(),
+        workspace: Default::default(),
     };
     let outcome = run_session(spec, |_| {}).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);
 
-    let sent = proxy.bodies("/execute_action");
+    // Before the agent's command, the workspace was looked at (`pwd`, `read`s of instruction
+    // files and scripts): the agent's is the one `run` of `echo hi`.
+    let sent: Vec<_> = proxy
+        .bodies("/execute_action")
+        .into_iter()
+        .filter(|b| b["action"]["args"]["command"] == "echo hi")
+        .collect();
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0]["action"]["action"], "run", "{}", sent[0]);
     assert_eq!(sent[0]["action"]["args"]["command"], "echo hi");

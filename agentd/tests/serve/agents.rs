@@ -91,7 +91,13 @@ async fn the_remote_runtime_reuses_a_kept_session() {
     )));
     let obs = runtime.execute(&write).await;
     assert_eq!(obs.kind.type_name(), "write", "{obs:?}");
-    let first = service.api(KEY_A).session("kept").await.unwrap().runtime_id;
+    let first = service
+        .api(KEY_A)
+        .session("kept")
+        .await
+        .unwrap()
+        .access
+        .runtime_id;
     runtime.close().await.unwrap();
 
     // Kept: the next start of the session finds the same sandbox, files and all.
@@ -102,7 +108,13 @@ async fn the_remote_runtime_reuses_a_kept_session() {
     assert_eq!(obs.content.trim(), "from the first run", "{obs:?}");
     assert_eq!(obs.exit_code(), Some(0));
     assert_eq!(
-        service.api(KEY_A).session("kept").await.unwrap().runtime_id,
+        service
+            .api(KEY_A)
+            .session("kept")
+            .await
+            .unwrap()
+            .access
+            .runtime_id,
         first
     );
     runtime.close().await.unwrap();

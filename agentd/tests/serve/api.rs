@@ -79,8 +79,8 @@ async fn a_session_and_its_key_belong_to_the_api_key_that_started_it() {
 
     let found = a.session("owned").await.unwrap();
     assert_eq!(found.status, SessionStatus::Running);
-    assert_eq!(found.runtime_id, started.runtime_id);
-    assert_eq!(found.session_api_key, started.session_api_key);
+    assert_eq!(found.access.runtime_id, started.access.runtime_id);
+    assert_eq!(found.access.session_api_key, started.access.session_api_key);
 
     // Another key learns nothing and can do nothing.
     let status = |e: ClientError| e.status();
@@ -88,7 +88,7 @@ async fn a_session_and_its_key_belong_to_the_api_key_that_started_it() {
         b.session("owned").await.map_err(status).unwrap_err(),
         Some(404)
     );
-    let id = &started.runtime_id;
+    let id = &started.access.runtime_id;
     assert_eq!(b.runtime(id).await.map_err(status).unwrap_err(), Some(404));
     assert_eq!(b.stop(id).await.map_err(status).unwrap_err(), Some(404));
     assert_eq!(b.pause(id).await.map_err(status).unwrap_err(), Some(404));
@@ -96,13 +96,13 @@ async fn a_session_and_its_key_belong_to_the_api_key_that_started_it() {
     // Regression (issue 14.10d): B's start of the same session id answered 409, telling B
     // that another key has such a session. Session ids are each key's own: B gets its own.
     let own = b.start(&start_request("owned")).await.unwrap();
-    assert_ne!(own.runtime_id, started.runtime_id);
-    assert_ne!(own.session_api_key, started.session_api_key);
-    b.stop(&own.runtime_id).await.unwrap();
+    assert_ne!(own.access.runtime_id, started.access.runtime_id);
+    assert_ne!(own.access.session_api_key, started.access.session_api_key);
+    b.stop(&own.access.runtime_id).await.unwrap();
     assert!(b.list().await.unwrap().runtimes.is_empty());
 
     // The data plane wants the session key, not the service's.
-    let wrong = SandboxClient::new(&started.url, Some(KEY_A.to_string())).unwrap();
+    let wrong = SandboxClient::new(&started.access.url, Some(KEY_A.to_string())).unwrap();
     assert_eq!(
         wrong.run("true", None).await.unwrap_err().status(),
         Some(403)
@@ -114,7 +114,7 @@ async fn a_session_and_its_key_belong_to_the_api_key_that_started_it() {
 
     // Starting a running session again answers with it.
     let again = a.start(&start_request("owned")).await.unwrap();
-    assert_eq!(again.runtime_id, started.runtime_id);
+    assert_eq!(again.access.runtime_id, started.access.runtime_id);
     assert_eq!(a.list().await.unwrap().runtimes.len(), 1);
 
     a.stop(id).await.unwrap();
@@ -141,15 +141,15 @@ async fn start_honours_the_callers_command_environment_and_resource_factor() {
         .insert("SESSION_API_KEY".into(), "ignored".into());
     request.resource_factor = 2.0;
     let started = api.start(&request).await.unwrap();
-    let key = started.session_api_key.clone().unwrap();
+    let key = started.access.session_api_key.clone().unwrap();
     assert_ne!(key, "ignored");
     assert_eq!(
-        api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
+        api.wait_until_ready(&started.access.runtime_id, Duration::from_secs(60))
             .await
             .unwrap(),
         Ok(())
     );
-    let sandbox = SandboxClient::new(&started.url, Some(key)).unwrap();
+    let sandbox = SandboxClient::new(&started.access.url, Some(key)).unwrap();
     let obs = sandbox
         .run("echo $CALLER_VAR; id -u; pwd", None)
         .await
@@ -162,12 +162,12 @@ async fn start_honours_the_callers_command_environment_and_resource_factor() {
     assert!(started_at.elapsed() < Duration::from_secs(10));
     // Twice the base limits (1 CPU, 1 GiB).
     let limits = inspect(
-        &started.runtime_id,
+        &started.access.runtime_id,
         "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}}",
     );
     assert_eq!(limits, format!("2000000000 {} {}", 2u64 << 30, 2u64 << 30));
     assert_eq!(
-        inspect(&started.runtime_id, "{{.HostConfig.PortBindings}}"),
+        inspect(&started.access.runtime_id, "{{.HostConfig.PortBindings}}"),
         "map[12000/tcp:[{127.0.0.1 }] 12001/tcp:[{127.0.0.1 }] 8000/tcp:[{127.0.0.1 }]]",
         "sandboxd's port and the two app ports, on the publish address only"
     );
@@ -215,33 +215,31 @@ async fn requests_that_cannot_work_are_refused_precisely() {
 async fn pause_and_resume_keep_the_workspace() {
     let service = Service::start(Options::default());
     let (started, sandbox) = service.ready_sandbox(KEY_A, "pause").await;
+    let id = &started.access.runtime_id;
     let api = service.api(KEY_A);
     let obs = sandbox
         .write("/workspace/kept.txt", "still here")
         .await
         .unwrap();
     assert!(obs.exit_code().is_none_or(|c| c == 0), "{obs:?}");
-    api.pause(&started.runtime_id).await.unwrap();
+    api.pause(id).await.unwrap();
     assert_eq!(
         api.session("pause").await.unwrap().status,
         SessionStatus::Paused
     );
-    assert_eq!(
-        api.runtime(&started.runtime_id).await.unwrap().pod_status,
-        PodStatus::Paused
-    );
-    assert_eq!(inspect(&started.runtime_id, "{{.State.Status}}"), "paused");
+    assert_eq!(api.runtime(id).await.unwrap().pod_status, PodStatus::Paused);
+    assert_eq!(inspect(id, "{{.State.Status}}"), "paused");
     // The data plane does not answer while paused.
     let probe = tokio::time::timeout(Duration::from_secs(1), sandbox.alive()).await;
     assert!(!matches!(probe, Ok(Ok(()))), "a paused sandbox answered");
-    api.resume(&started.runtime_id).await.unwrap();
+    api.resume(id).await.unwrap();
     assert_eq!(
         api.session("pause").await.unwrap().status,
         SessionStatus::Running
     );
     let obs = sandbox.run("cat /workspace/kept.txt", None).await.unwrap();
     assert_eq!(obs.content.trim(), "still here");
-    api.stop(&started.runtime_id).await.unwrap();
+    api.stop(id).await.unwrap();
     assert!(
         service.containers().is_empty(),
         "a paused-then-stopped sandbox is removed"
@@ -256,12 +254,15 @@ async fn a_sandbox_that_died_is_reported_stopped_and_started_anew() {
     let (started, _sandbox) = service.ready_sandbox(KEY_A, "dies").await;
     let api = service.api(KEY_A);
     let killed = std::process::Command::new("docker")
-        .args(["kill", &started.runtime_id])
+        .args(["kill", &started.access.runtime_id])
         .output()
         .unwrap();
     assert!(killed.status.success(), "{killed:?}");
     assert_eq!(
-        api.runtime(&started.runtime_id).await.unwrap().pod_status,
+        api.runtime(&started.access.runtime_id)
+            .await
+            .unwrap()
+            .pod_status,
         PodStatus::Failed
     );
     assert_eq!(
@@ -269,16 +270,16 @@ async fn a_sandbox_that_died_is_reported_stopped_and_started_anew() {
         SessionStatus::Stopped
     );
     let (again, sandbox) = service.ready_sandbox(KEY_A, "dies").await;
-    assert_ne!(again.runtime_id, started.runtime_id);
+    assert_ne!(again.access.runtime_id, started.access.runtime_id);
     assert_eq!(
         sandbox.run("true", None).await.unwrap().exit_code(),
         Some(0)
     );
     assert!(
-        !service.containers().contains(&started.runtime_id),
+        !service.containers().contains(&started.access.runtime_id),
         "the dead sandbox is cleaned up"
     );
-    api.stop(&again.runtime_id).await.unwrap();
+    api.stop(&again.access.runtime_id).await.unwrap();
 }
 
 #[tokio::test]
@@ -298,7 +299,10 @@ async fn idle_sandboxes_are_stopped() {
     })
     .await;
     assert_eq!(
-        api.runtime(&started.runtime_id).await.unwrap_err().status(),
+        api.runtime(&started.access.runtime_id)
+            .await
+            .unwrap_err()
+            .status(),
         Some(404)
     );
     eventually(30, "its container to be removed", || async {

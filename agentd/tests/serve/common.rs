@@ -118,11 +118,13 @@ impl Service {
     ) -> (StartResponse, SandboxClient) {
         let api = self.api(key);
         let started = api.start(request).await.unwrap();
-        api.wait_until_ready(&started.runtime_id, Duration::from_secs(60))
+        api.wait_until_ready(&started.access.runtime_id, Duration::from_secs(60))
             .await
             .unwrap()
             .unwrap();
-        let client = SandboxClient::new(&started.url, started.session_api_key.clone()).unwrap();
+        let client =
+            SandboxClient::new(&started.access.url, started.access.session_api_key.clone())
+                .unwrap();
         (started, client)
     }
 

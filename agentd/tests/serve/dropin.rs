@@ -15,9 +15,9 @@ use crate::common::*;
 async fn an_app_on_an_app_port_is_reached_through_work_hosts() {
     let service = Service::start(Options::default());
     let (started, sandbox) = service.ready_sandbox(KEY_A, "app").await;
-    let mut ports: Vec<u16> = started.work_hosts.values().copied().collect();
+    let mut ports: Vec<u16> = started.access.work_hosts.values().copied().collect();
     ports.sort_unstable();
-    assert_eq!(ports, [12000, 12001], "{:?}", started.work_hosts);
+    assert_eq!(ports, [12000, 12001], "{:?}", started.access.work_hosts);
     // sandboxd's /server_info and the environment agree on them.
     let info = sandbox.server_info().await.unwrap();
     assert_eq!(info.app_ports, [12000, 12001]);
@@ -36,6 +36,7 @@ async fn an_app_on_an_app_port_is_reached_through_work_hosts() {
         .unwrap();
     assert_eq!(obs.exit_code(), Some(0), "{}", obs.content);
     let (url, _) = started
+        .access
         .work_hosts
         .iter()
         .find(|(_, port)| **port == 12000)
@@ -58,7 +59,7 @@ async fn an_app_on_an_app_port_is_reached_through_work_hosts() {
     .await;
     // The session answers the same hosts.
     let session = service.api(KEY_A).session("app").await.unwrap();
-    assert_eq!(session.work_hosts, started.work_hosts);
+    assert_eq!(session.access.work_hosts, started.access.work_hosts);
 }
 
 #[tokio::test]
@@ -199,6 +200,6 @@ async fn a_clean_stop_removes_the_warm_sandboxes_and_keeps_the_claimed_ones() {
         String::from_utf8_lossy(&name.stdout)
             .trim()
             .trim_start_matches('/'),
-        started.runtime_id
+        started.access.runtime_id
     );
 }

@@ -15,7 +15,8 @@ async fn a_killed_service_restarts_and_finds_its_sandboxes() {
         .await
         .unwrap();
     let (paused, _) = service.ready_sandbox(KEY_B, "sleeper").await;
-    service.api(KEY_B).pause(&paused.runtime_id).await.unwrap();
+    let paused = &paused.access.runtime_id;
+    service.api(KEY_B).pause(paused).await.unwrap();
 
     service.kill();
     service.spawn();
@@ -23,11 +24,14 @@ async fn a_killed_service_restarts_and_finds_its_sandboxes() {
     let api = service.api(KEY_A);
     let found = api.session("survivor").await.unwrap();
     assert_eq!(found.status, SessionStatus::Running);
-    assert_eq!(found.runtime_id, started.runtime_id);
-    assert_eq!(found.url, started.url);
-    assert_eq!(found.session_api_key, started.session_api_key);
+    assert_eq!(found.access.runtime_id, started.access.runtime_id);
+    assert_eq!(found.access.url, started.access.url);
+    assert_eq!(found.access.session_api_key, started.access.session_api_key);
     assert_eq!(
-        api.runtime(&started.runtime_id).await.unwrap().pod_status,
+        api.runtime(&started.access.runtime_id)
+            .await
+            .unwrap()
+            .pod_status,
         PodStatus::Ready
     );
     let obs = sandbox.run("cat /workspace/note.txt", None).await.unwrap();
@@ -44,8 +48,8 @@ async fn a_killed_service_restarts_and_finds_its_sandboxes() {
         api.session("sleeper").await.unwrap_err().status(),
         Some(404)
     );
-    b.resume(&paused.runtime_id).await.unwrap();
-    b.wait_until_ready(&paused.runtime_id, std::time::Duration::from_secs(30))
+    b.resume(paused).await.unwrap();
+    b.wait_until_ready(paused, std::time::Duration::from_secs(30))
         .await
         .unwrap()
         .unwrap();
@@ -53,8 +57,8 @@ async fn a_killed_service_restarts_and_finds_its_sandboxes() {
     // The warm sandbox was adopted again, not duplicated.
     let warm: usize = api.list().await.unwrap().warm.values().sum();
     assert!(warm <= 1, "{warm} warm sandboxes");
-    api.stop(&started.runtime_id).await.unwrap();
-    b.stop(&paused.runtime_id).await.unwrap();
+    api.stop(&started.access.runtime_id).await.unwrap();
+    b.stop(paused).await.unwrap();
 }
 
 /// Regression: a service killed after it claimed a warm sandbox but before it sent sandboxd its
@@ -70,7 +74,7 @@ async fn a_configuration_interrupted_by_a_kill_is_finished_after_the_restart() {
         let path = state.join(format!("{runtime_id}.json"));
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
     };
-    let first = claim_of(&started.runtime_id);
+    let first = claim_of(&started.access.runtime_id);
     assert!(
         first.get("pending_configuration").is_none(),
         "a configured sandbox's claim keeps no configuration: {first}"
@@ -87,7 +91,7 @@ async fn a_configuration_interrupted_by_a_kill_is_finished_after_the_restart() {
                 .trim_start_matches('/')
                 .to_string()
         })
-        .find(|name| *name != started.runtime_id)
+        .find(|name| *name != started.access.runtime_id)
         .unwrap();
 
     // Killed right after writing the claim, before configuring sandboxd.
@@ -115,13 +119,13 @@ async fn a_configuration_interrupted_by_a_kill_is_finished_after_the_restart() {
 
     let api = service.api(KEY_A);
     let found = api.session("interrupted").await.unwrap();
-    assert_eq!(found.runtime_id, warm);
+    assert_eq!(found.access.runtime_id, warm);
     let ready = api
         .wait_until_ready(&warm, std::time::Duration::from_secs(60))
         .await
         .unwrap();
     assert_eq!(ready, Ok(()), "the interrupted sandbox never became ready");
-    let sandbox = client::SandboxClient::new(&found.url, Some(key.to_string())).unwrap();
+    let sandbox = client::SandboxClient::new(&found.access.url, Some(key.to_string())).unwrap();
     let obs = sandbox.run("echo configured", None).await.unwrap();
     assert_eq!(obs.content.trim(), "configured");
     assert!(claim_of(&warm).get("pending_configuration").is_none());

@@ -20,6 +20,8 @@
 
 use std::path::Path;
 
+use sandbox_common::shell_quote;
+
 /// Sets the prompt variables: `PS0` prints the start marker (through a subshell writing to the
 /// terminal when stderr is not the terminal), `PS1` and `PS2` are empty, `PROMPT_COMMAND` runs
 /// the hint.
@@ -55,10 +57,6 @@ pub(crate) fn init_line(cwd: &Path) -> String {
 /// command's own status, so that `$?` is the command's in the next command.
 pub(crate) fn probe_line(nonce: &str) -> String {
     format!(" \\__sbx_ack {nonce} \"$_\"\n")
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 #[cfg(test)]

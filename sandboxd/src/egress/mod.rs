@@ -39,7 +39,7 @@ use policy::{Block, Forbidden, Policy};
 use sniff::{MAX_SNIFF_BYTES, Sniffed, sniff};
 
 /// The first argument that selects this mode.
-pub const EGRESS_PROXY_FLAG: &str = "--egress-proxy";
+pub use sandbox_common::modes::EGRESS_PROXY as EGRESS_PROXY_FLAG;
 
 /// How long a connection may take to say where it goes.
 pub(crate) const SNIFF_DEADLINE: Duration = Duration::from_secs(5);

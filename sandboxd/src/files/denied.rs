@@ -19,14 +19,16 @@ pub(super) fn explain(message: String, path: &Path) -> String {
     if !DENIED.iter().any(|errno| message.contains(errno)) {
         return message;
     }
-    match hint(path) {
+    let read_only = message.contains("[Errno 30] ");
+    match hint(path, read_only) {
         Some(hint) => message + &hint,
         None => message,
     }
 }
 
-/// The paragraph for [`explain`]; `None` when the place is writable after all.
-fn hint(path: &Path) -> Option<String> {
+/// The paragraph for [`explain`]; `None` when the place is writable after all. `read_only`:
+/// the write failed with EROFS, which is then the reason given, whatever the permissions.
+fn hint(path: &Path, read_only: bool) -> Option<String> {
     let target = std::iter::successors(Some(path), |p| p.parent())
         .find(|p| std::fs::symlink_metadata(p).is_ok())?;
     let meta = std::fs::metadata(target).ok()?;
@@ -40,7 +42,11 @@ fn hint(path: &Path) -> Option<String> {
     let gid = Gid::effective();
     // With the effective ids, which file actions use: a sandboxd separated from its user
     // keeps root as its real uid (see `crate::user::separate`), which `access` would check.
-    match eaccess(target, wanted) {
+    let access = match eaccess(target, wanted) {
+        Err(Errno::EACCES | Errno::EPERM | Errno::EROFS) if read_only => Err(Errno::EROFS),
+        other => other,
+    };
+    match access {
         Ok(()) => None,
         Err(Errno::EROFS) => Some(format!(
             "\n\nThe {what} {} is on a read-only file system: nothing can be written there. Write under the workspace or /tmp instead.",

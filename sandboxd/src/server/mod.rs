@@ -121,11 +121,7 @@ async fn configure(
     body: Bytes,
 ) -> Response {
     let (key, configured) = &*state;
-    let given = headers
-        .get("x-session-api-key")
-        .map(HeaderValue::as_bytes)
-        .unwrap_or_default();
-    if !constant_time_eq(given, key.as_bytes()) {
+    if !has_session_key(&headers, key) {
         return detail(StatusCode::FORBIDDEN, "Invalid API Key");
     }
     http_guard::authenticated(&extensions);
@@ -203,16 +199,23 @@ async fn authenticate(
     next.run(request).await
 }
 
+/// Whether `headers` carry `key` as `X-Session-API-Key` (compared in constant time).
+fn has_session_key(headers: &HeaderMap, key: &str) -> bool {
+    let given = headers
+        .get("x-session-api-key")
+        .map(HeaderValue::as_bytes)
+        .unwrap_or_default();
+    constant_time_eq(given, key.as_bytes())
+}
+
 /// Whether the request carries the session key: as `X-Session-API-Key`, or as
 /// `Authorization: Bearer KEY` (what MCP hosts send; the reference's MCP proxy takes it too).
-fn has_key(headers: &HeaderMap, expected: &str) -> bool {
-    let header = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
-    let session = header("x-session-api-key");
-    let bearer = header("authorization").and_then(|v| v.strip_prefix(b"Bearer "));
-    [session, bearer]
-        .into_iter()
-        .flatten()
-        .any(|given| constant_time_eq(given, expected.as_bytes()))
+fn has_key(headers: &HeaderMap, key: &str) -> bool {
+    let bearer = headers
+        .get("authorization")
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    has_session_key(headers, key)
+        || bearer.is_some_and(|given| constant_time_eq(given, key.as_bytes()))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -99,11 +99,7 @@ async fn sbx_cli_exit_codes_and_json() {
 async fn sbx_cli_over_a_unix_socket() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sandboxd.sock");
-    let sb = Sandbox::with(Options {
-        extra_args: vec!["--unix-socket".into(), path.to_string_lossy().into_owned()],
-        ..Options::default()
-    })
-    .await;
+    let sb = Sandbox::with_args(&["--unix-socket", &path.to_string_lossy()]).await;
     let url = format!("unix://{}", path.display());
     let out = sbx()
         .args(["--url", &url, "--key", KEY, "run", "echo via socket"])

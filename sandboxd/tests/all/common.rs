@@ -51,6 +51,15 @@ impl Sandbox {
         Self::try_with(opts).await.unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// A daemon started with `args` added to its command line.
+    pub async fn with_args(args: &[&str]) -> Sandbox {
+        Self::with(Options {
+            extra_args: args.iter().map(|a| (*a).to_owned()).collect(),
+            ..Options::default()
+        })
+        .await
+    }
+
     /// A daemon whose non-blocking commands return after `seconds` without output.
     pub async fn with_no_change_timeout(seconds: u64) -> Sandbox {
         Self::with(Options {

@@ -350,19 +350,14 @@ async fn kill_all_kills_the_agents_processes_and_says_how_many() {
 
 #[tokio::test]
 async fn held_and_partial_connections_neither_pile_up_nor_lock_the_agent_out() {
-    let sb = Sandbox::with(Options {
-        extra_args: [
-            "--header-timeout",
-            "2",
-            "--max-connections",
-            "64",
-            "--max-unauthenticated-connections",
-            "16",
-        ]
-        .map(String::from)
-        .to_vec(),
-        ..Options::default()
-    })
+    let sb = Sandbox::with_args(&[
+        "--header-timeout",
+        "2",
+        "--max-connections",
+        "64",
+        "--max-unauthenticated-connections",
+        "16",
+    ])
     .await;
     let fds = || {
         std::fs::read_dir(format!("/proc/{}/fd", sb.pid()))
@@ -398,11 +393,7 @@ async fn held_and_partial_connections_neither_pile_up_nor_lock_the_agent_out() {
 
 #[tokio::test]
 async fn an_output_flood_keeps_the_spool_within_its_budget_and_says_what_was_not_kept() {
-    let sb = Sandbox::with(Options {
-        extra_args: vec!["--output-budget".into(), "1000000".into()],
-        ..Options::default()
-    })
-    .await;
+    let sb = Sandbox::with_args(&["--output-budget", "1000000"]).await;
     let full_path = |obs: &serde_json::Value| {
         std::path::PathBuf::from(obs["extras"]["full_output_path"].as_str().unwrap())
     };

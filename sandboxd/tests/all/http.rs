@@ -158,11 +158,7 @@ async fn bad_requests_get_the_reference_errors_and_the_server_survives() {
 
 #[tokio::test]
 async fn bodies_are_size_bounded() {
-    let sb = Sandbox::with(Options {
-        extra_args: vec!["--max-body-bytes".into(), "10000".into()],
-        ..Options::default()
-    })
-    .await;
+    let sb = Sandbox::with_args(&["--max-body-bytes", "10000"]).await;
     let big = "x".repeat(20_000);
     let (status, _) = sb
         .post_json(

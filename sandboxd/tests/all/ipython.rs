@@ -14,13 +14,7 @@ const NO_OUTPUT: &str = "[Code executed successfully with no output]";
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
 async fn start_with(extra: &[&str]) -> Sandbox {
-    let mut extra_args = vec!["--python".to_owned(), PYTHON.to_owned()];
-    extra_args.extend(extra.iter().map(|s| (*s).to_owned()));
-    Sandbox::with(Options {
-        extra_args,
-        ..Options::default()
-    })
-    .await
+    Sandbox::with_args(&[&["--python", PYTHON], extra].concat()).await
 }
 
 async fn start() -> Sandbox {
@@ -362,16 +356,7 @@ async fn without_ipykernel_a_cell_is_a_clear_error_observation() {
     assert!(status.success());
     let python = venv.join("bin/python").to_string_lossy().into_owned();
     // `--plugins jupyter`: the failed background start must not stop the daemon either.
-    let sb = Sandbox::with(Options {
-        extra_args: vec![
-            "--python".into(),
-            python.clone(),
-            "--plugins".into(),
-            "jupyter".into(),
-        ],
-        ..Options::default()
-    })
-    .await;
+    let sb = Sandbox::with_args(&["--python", &python, "--plugins", "jupyter"]).await;
     let text = format!(
         "IPython is not available: {python} cannot import ipykernel (install python3-ipykernel or pass --python)"
     );

@@ -17,11 +17,7 @@ const NO_SUCH_DIR: &str = "/nonexistent/sandboxd-test";
 
 /// Starts a sandboxd listening on the Unix socket `path` only.
 async fn start_on(path: &Path) -> Sandbox {
-    Sandbox::with(Options {
-        extra_args: vec!["--unix-socket".into(), path.to_string_lossy().into_owned()],
-        ..Options::default()
-    })
-    .await
+    Sandbox::with_args(&["--unix-socket", &path.to_string_lossy()]).await
 }
 
 /// A path for a socket in a fresh directory (short: socket paths are limited to 107 bytes).

@@ -437,22 +437,73 @@ fn microagent_knowledge_is_shown_once() {
     insta::assert_snapshot!(text(&messages[2]).trim_start());
 }
 
+/// The reference's templates (`additional_info.j2`, `microagent_info.j2`) rendered by Jinja2
+/// 3.1 for the same values: the texts must be the same, white space included.
 #[test]
-fn workspace_context_renders() {
-    let extras = RecallExtras {
+fn workspace_context_and_knowledge_render_as_the_references_templates() {
+    let runtime_only = RecallExtras {
         recall_type: "workspace_context".into(),
-        repo_name: "acme/widgets".into(),
-        repo_directory: "widgets".into(),
-        repo_instructions: "Run `make test` before committing.".into(),
-        runtime_hosts: serde_json::from_value(json!({"http://localhost:50000": 50000})).unwrap(),
-        date: "2025-01-31".into(),
+        date: "2025-01-02".into(),
         working_dir: "/workspace".into(),
-        conversation_instructions: "Answer in English.".into(),
         ..RecallExtras::default()
     };
-    let parts = render_recall(&extras, &Default::default());
-    assert_eq!(parts.len(), 1);
-    insta::assert_snapshot!(parts[0]);
+    assert_eq!(
+        render_recall(&runtime_only, &Default::default()),
+        [
+            "<RUNTIME_INFORMATION>\n\nThe current working directory is /workspace\n\n\n\n\n\nToday's date is 2025-01-02 (UTC).\n\n</RUNTIME_INFORMATION>"
+        ]
+    );
+    let full = RecallExtras {
+        recall_type: "workspace_context".into(),
+        repo_name: "owner/repo".into(),
+        repo_directory: "repo".into(),
+        repo_branch: "main".into(),
+        repo_instructions: "Use cargo.\n\nRun tests.".into(),
+        runtime_hosts: serde_json::from_value(
+            json!({"http://localhost:12000": 12000, "http://localhost:12001": 12001}),
+        )
+        .unwrap(),
+        additional_agent_instructions: "Be nice.".into(),
+        date: "2025-01-02".into(),
+        custom_secrets_descriptions: serde_json::from_value(
+            json!({"API_TOKEN": "the staging token", "DB": "db password"}),
+        )
+        .unwrap(),
+        conversation_instructions: "Open a PR when done.".into(),
+        working_dir: "/workspace".into(),
+        microagent_knowledge: vec![
+            json!({"name": "a", "trigger": "git", "content": "Use git."}),
+            json!({"name": "b", "trigger": "npm", "content": "Use npm.\nCarefully."}),
+        ],
+    };
+    assert_eq!(
+        render_recall(&full, &Default::default()),
+        [
+            "<REPOSITORY_INFO>\nAt the user's request, repository owner/repo has been cloned to repo in the current working directory.\nThe repository has been checked out to branch \"main\".\n\nIMPORTANT: You should work within the current branch \"main\" unless:\n    1. the user explicitly instructs otherwise\n    2. the current branch is \"main\", \"master\", or another default branch where direct pushes may be unsafe\n\n</REPOSITORY_INFO>\n\n<REPOSITORY_INSTRUCTIONS>\nUse cargo.\n\nRun tests.\n</REPOSITORY_INSTRUCTIONS>\n\n<RUNTIME_INFORMATION>\n\nThe current working directory is /workspace\n\n\nThe user has access to the following hosts for accessing a web application,\neach of which has a corresponding port:\n* http://localhost:12000 (port 12000)\n* http://localhost:12001 (port 12001)\n\nWhen starting a web server, use the corresponding ports. You should also\nset any options to allow iframes and CORS requests, and allow the server to\nbe accessed from any host (e.g. 0.0.0.0).\nFor example, if you are using vite.config.js, you should set server.host and server.allowedHosts to true\n\n\nBe nice.\n\n\n<CUSTOM_SECRETS>\nYou have access to the following environment variables\n\n* **$API_TOKEN**: the staging token\n\n* **$DB**: db password\n\n</CUSTOM_SECRETS>\n\n\nToday's date is 2025-01-02 (UTC).\n\n</RUNTIME_INFORMATION>\n<CONVERSATION_INSTRUCTIONS>\nOpen a PR when done.\n</CONVERSATION_INSTRUCTIONS>",
+            "<EXTRA_INFO>\nThe following information has been included based on a keyword match for \"git\".\nIt may or may not be relevant to the user's request.\n\nUse git.\n</EXTRA_INFO>\n\n<EXTRA_INFO>\nThe following information has been included based on a keyword match for \"npm\".\nIt may or may not be relevant to the user's request.\n\nUse npm.\nCarefully.\n</EXTRA_INFO>"
+        ]
+    );
+    let repo_without_branch = RecallExtras {
+        recall_type: "workspace_context".into(),
+        repo_name: "owner/repo".into(),
+        repo_directory: "repo".into(),
+        repo_instructions: "Instr".into(),
+        date: "2025-01-02".into(),
+        ..RecallExtras::default()
+    };
+    assert_eq!(
+        render_recall(&repo_without_branch, &Default::default()),
+        [
+            "<REPOSITORY_INFO>\nAt the user's request, repository owner/repo has been cloned to repo in the current working directory.\n\n</REPOSITORY_INFO>\n\n<REPOSITORY_INSTRUCTIONS>\nInstr\n</REPOSITORY_INSTRUCTIONS>\n\n<RUNTIME_INFORMATION>\n\n\n\n\n\nToday's date is 2025-01-02 (UTC).\n\n</RUNTIME_INFORMATION>"
+        ]
+    );
+    // Nothing to say (no date, secrets, repository or instructions): no message at all.
+    let empty = RecallExtras {
+        recall_type: "workspace_context".into(),
+        working_dir: "/workspace".into(),
+        ..RecallExtras::default()
+    };
+    assert!(render_recall(&empty, &Default::default()).is_empty());
 }
 
 #[test]

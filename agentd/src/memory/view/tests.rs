@@ -26,6 +26,17 @@ fn add_condensation(stream: &EventStream, args: CondensationArgs) {
     stream.add(condensation(args), EventSource::Agent).unwrap();
 }
 
+/// A condensation that forgets the ids `start..=end` and shows `summary` at offset 1.
+fn forget_range(start: i64, end: i64, summary: &str) -> CondensationArgs {
+    CondensationArgs {
+        forgotten_events_start_id: Some(start),
+        forgotten_events_end_id: Some(end),
+        summary: Some(summary.into()),
+        summary_offset: Some(1),
+        ..CondensationArgs::default()
+    }
+}
+
 /// Ten commands after a user message: ids 0 (message) and 1..=10 (runs).
 fn stream() -> EventStream {
     let stream = EventStream::in_memory();
@@ -79,16 +90,7 @@ fn a_history_without_condensations_is_its_own_view_minus_bookkeeping() {
 #[test]
 fn one_condensation_forgets_a_range_and_shows_its_summary_at_its_offset() {
     let stream = stream();
-    add_condensation(
-        &stream,
-        CondensationArgs {
-            forgotten_events_start_id: Some(2),
-            forgotten_events_end_id: Some(6),
-            summary: Some("ran echo 2 to echo 6".into()),
-            summary_offset: Some(1),
-            ..CondensationArgs::default()
-        },
-    );
+    add_condensation(&stream, forget_range(2, 6, "ran echo 2 to echo 6"));
     let view = assert_view(
         &stream,
         &[Some(0), None, Some(1), Some(7), Some(8), Some(9), Some(10)],
@@ -104,16 +106,7 @@ fn one_condensation_forgets_a_range_and_shows_its_summary_at_its_offset() {
 #[test]
 fn two_condensations_forget_both_sets_and_the_newest_summary_wins() {
     let stream = stream();
-    add_condensation(
-        &stream,
-        CondensationArgs {
-            forgotten_events_start_id: Some(1),
-            forgotten_events_end_id: Some(3),
-            summary: Some("first".into()),
-            summary_offset: Some(1),
-            ..CondensationArgs::default()
-        },
-    );
+    add_condensation(&stream, forget_range(1, 3, "first"));
     stream.add(message("more work"), EventSource::User).unwrap();
     add_condensation(
         &stream,
@@ -166,4 +159,30 @@ fn a_condensation_request_is_pending_until_a_condensation_follows() {
         )
         .unwrap();
     assert!(!View::from_events(&stream.all()).unhandled_condensation_request());
+}
+
+#[test]
+fn hidden_commands_and_their_output_are_not_in_the_view() {
+    let stream = EventStream::in_memory();
+    let mut setup = CmdRunArgs::new("source .openhands/setup.sh");
+    setup.hidden = true;
+    let setup = stream
+        .add(
+            Action::from(ActionKind::Run(setup)),
+            EventSource::Environment,
+        )
+        .unwrap();
+    let output: Observation = serde_json::from_value(serde_json::json!({
+        "observation": "run", "content": "set up", "cause": setup.id(),
+        "extras": {"command": "source .openhands/setup.sh", "hidden": true,
+                   "metadata": {"exit_code": 0, "pid": -1, "username": null, "hostname": null,
+                                "working_dir": null, "py_interpreter_path": null,
+                                "prefix": "", "suffix": ""}}
+    }))
+    .unwrap();
+    stream.add(output, EventSource::Environment).unwrap();
+    stream.add(message("task"), EventSource::User).unwrap();
+    let view = View::from_events(&stream.all());
+    let ids: Vec<Option<i64>> = view.iter().map(Event::id).collect();
+    assert_eq!(ids, [Some(2)]);
 }

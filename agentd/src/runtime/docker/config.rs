@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bollard::models::{ContainerCreateBody, HostConfig, PortBinding};
 
+use super::disk::{DEFAULT_DISK_BYTES, DiskMounts};
 use super::labels;
 pub use super::network::Egress;
 use super::user::SandboxUser;
@@ -106,8 +107,14 @@ pub struct SandboxConfig {
     pub limits: Limits,
     /// Network access.
     pub network: Network,
-    /// Mount the image's root read-only; `/tmp` and the user's home are then tmpfs.
+    /// Mount the image's root read-only; `/tmp` and the user's home are then tmpfs (unless the
+    /// home is on the sandbox's own disk, see [`Self::disk_bytes`]).
     pub read_only_root: bool,
+    /// The most the sandbox may write to its file systems (`/tmp` and the mounted workspace
+    /// aside: the one is a sized tmpfs, the other the caller's own directory); `None`: no
+    /// limit. Enforced by the storage driver's quota where it has one, else by a disk of the
+    /// sandbox's own with a read-only root (see [`super::disk`]).
+    pub disk_bytes: Option<u64>,
     /// Size of each tmpfs (`/tmp`, and the home directory with `read_only_root`).
     pub tmpfs_bytes: u64,
     /// Let the sandbox user become root with `sudo` inside the container (e.g. to apt-get
@@ -157,6 +164,7 @@ impl Default for SandboxConfig {
             limits: Limits::default(),
             network: Network::Bridge,
             read_only_root: false,
+            disk_bytes: Some(DEFAULT_DISK_BYTES),
             tmpfs_bytes: 512 << 20,
             sudo: false,
             app_ports: 0,
@@ -211,13 +219,15 @@ impl SandboxConfig {
 
     /// The container body for `create_container`. `key` is the session API key, `labels` ours
     /// (managed, owner...), `socket_dir` the host directory for sandboxd's socket with
-    /// [`Network::None`], `network` the sandbox's own network with [`Network::Bridge`].
+    /// [`Network::None`], `network` the sandbox's own network with [`Network::Bridge`], `disk`
+    /// what its disk limit needs of the container.
     pub(super) fn container_body(
         &self,
         key: &str,
         labels: HashMap<String, String>,
         socket_dir: Option<&Path>,
         network: Option<&str>,
+        disk: &DiskMounts,
     ) -> ContainerCreateBody {
         let port = format!("{SANDBOXD_PORT}/tcp");
         let user = self.user_or_default();
@@ -272,7 +282,8 @@ impl SandboxConfig {
         let mut tmpfs = HashMap::new();
         let tmpfs_opts = format!("rw,nosuid,nodev,size={}", self.tmpfs_bytes);
         tmpfs.insert("/tmp".to_string(), tmpfs_opts.clone());
-        if self.read_only_root {
+        let home_on_disk = disk.binds.iter().any(|b| b.contains(&format!(":{home}:")));
+        if self.read_only_root && !home_on_disk {
             tmpfs.insert(
                 home.clone(),
                 format!("{tmpfs_opts},uid={},gid={}", user.uid, user.gid),
@@ -309,6 +320,7 @@ impl SandboxConfig {
         if let Some(dir) = socket_dir {
             binds.push(format!("{}:{SOCKET_DIR}:rw", dir.display()));
         }
+        binds.extend(disk.binds.iter().cloned());
         let host_config = HostConfig {
             binds: Some(binds),
             port_bindings,
@@ -327,7 +339,10 @@ impl SandboxConfig {
             nano_cpus: self.limits.cpus.map(|c| (c * 1e9) as i64),
             // docker-init (tini) as PID 1 reaps whatever the agent leaves behind.
             init: Some(true),
-            readonly_rootfs: Some(self.read_only_root),
+            readonly_rootfs: Some(self.read_only_root || disk.read_only_root),
+            storage_opt: disk
+                .storage_size
+                .map(|size| HashMap::from([("size".to_string(), size.to_string())])),
             tmpfs: Some(tmpfs),
             extra_hosts: (!self.egress_hosts.is_empty()).then(|| {
                 self.egress_hosts

@@ -126,7 +126,7 @@ fn container_body(image: &str) -> ContainerCreateBody {
         entrypoint: Some(Vec::new()),
         cmd: Some(vec![
             SANDBOXD_PATH.to_string(),
-            "--egress-proxy".to_string(),
+            sandbox_common::modes::EGRESS_PROXY.to_string(),
             "--policies".to_string(),
             POLICY_MOUNT.to_string(),
             "--listen".to_string(),

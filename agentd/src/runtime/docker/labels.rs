@@ -27,6 +27,11 @@ pub(crate) const SERVE_RUNTIME_ID: &str = "dev.sandboxd.serve.runtime-id";
 /// On `agentd serve`'s warm sandboxes: the policy they were made with (sudo, app ports); a
 /// restarted service adopts only those made with its own.
 pub(crate) const SERVE_PROFILE: &str = "dev.sandboxd.serve.profile";
+/// On every sandbox: how its disk is limited, as `agentd sandbox up` reported it.
+pub(crate) const DISK_LIMIT: &str = "dev.sandboxd.disk-limit";
+/// On the short-lived containers made to probe the engine or copy an image's content (never
+/// started; `gc` removes those an agentd left behind).
+pub(crate) const SCRATCH: &str = "dev.sandboxd.scratch";
 /// On the egress proxy's container (value `true`; it is not [`MANAGED`]: no sandbox).
 pub(crate) const EGRESS_PROXY: &str = "dev.sandboxd.egress-proxy";
 /// On sandbox images: the sandboxd version inside.

@@ -8,6 +8,7 @@
 //! found and removed by [`DockerHost::gc`].
 
 pub(crate) mod config;
+pub(crate) mod disk;
 pub(crate) mod egress_proxy;
 pub(crate) mod image;
 pub(crate) mod labels;
@@ -34,6 +35,8 @@ use sandbox_common::random_hex;
 
 pub use config::{Limits, Network, SandboxConfig};
 use config::{MAX_APP_PORTS, SANDBOXD_PORT};
+pub use disk::{DiskError, DiskLimit};
+use disk::{DiskMounts, StorageQuota};
 use labels::Owner;
 pub use network::{CidrRule, Egress, EgressRule, FirewallError};
 pub use sandbox_common::DomainRule;
@@ -125,6 +128,9 @@ pub enum DockerError {
         /// Why.
         source: std::io::Error,
     },
+    /// The sandbox's disk could not be made.
+    #[error(transparent)]
+    Disk(#[from] DiskError),
     /// The OS gave no randomness for a session key.
     #[error("no randomness for a session key: {0}")]
     Entropy(String),
@@ -149,6 +155,9 @@ pub struct SandboxContainer {
     pub(crate) image: String,
     /// Its app ports: container port → the host port it is published on.
     pub app_ports: BTreeMap<u16, u16>,
+    /// How its disk is limited, in words ([`DiskLimit`]'s; `""` for a sandbox made before
+    /// disks were limited).
+    pub disk: String,
 }
 
 impl SandboxContainer {
@@ -195,6 +204,8 @@ pub struct DockerHost {
     docker: Docker,
     /// Parent of the per-sandbox socket directories ([`Network::None`]); private to this user.
     socket_root: PathBuf,
+    /// Whether the engine's storage driver limits a container's writable layer, found once.
+    storage_quota: std::sync::Arc<tokio::sync::OnceCell<StorageQuota>>,
 }
 
 impl DockerHost {
@@ -208,6 +219,7 @@ impl DockerHost {
         Ok(DockerHost {
             docker: Docker::connect_with_defaults()?,
             socket_root,
+            storage_quota: std::sync::Arc::default(),
         })
     }
 
@@ -312,6 +324,19 @@ impl DockerHost {
             self.create_network(bridge, &ours, config).await?;
         }
         let key = random_hex(32).map_err(|e| DockerError::Entropy(e.to_string()))?;
+        let (disk, disk_limit, own_disk) = match self.disk(config, &name).await {
+            Ok(disk) => disk,
+            Err(e) => {
+                if let Some(dir) = &socket_dir {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                if let Some(bridge) = &bridge {
+                    self.remove_network(bridge).await;
+                }
+                return Err(e);
+            }
+        };
+        ours.insert(labels::DISK_LIMIT.to_string(), disk_limit.to_string());
         ours.extend(
             config
                 .labels
@@ -324,6 +349,7 @@ impl DockerHost {
             config.all_labels(ours),
             socket_dir.as_deref(),
             bridge.as_deref(),
+            &disk,
         );
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
         let id = match self.docker.create_container(Some(options), body).await {
@@ -341,6 +367,11 @@ impl DockerHost {
         let waited = self
             .start_and_wait(&id, config.ready_timeout, config.await_configuration)
             .await;
+        if let Some(own_disk) = own_disk {
+            // Started, the container holds its own mounts of the disk: the host's go now, and
+            // the disk goes when the container does, however it is removed.
+            own_disk.release().await;
+        }
         match waited {
             Ok((url, app_ports)) => Ok(SandboxContainer {
                 id,
@@ -349,12 +380,63 @@ impl DockerHost {
                 session_api_key: key,
                 image: config.image.clone(),
                 app_ports,
+                disk: disk_limit.to_string(),
             }),
             Err(e) => {
                 self.remove(&id).await;
                 Err(e)
             }
         }
+    }
+
+    /// What the sandbox's disk limit needs (see [`disk`]): nothing, the storage driver's quota,
+    /// or a disk of its own, made and mounted now (released with the container).
+    async fn disk(
+        &self,
+        config: &SandboxConfig,
+        name: &str,
+    ) -> Result<(DiskMounts, DiskLimit, Option<disk::OwnDisk>), DockerError> {
+        let Some(bytes) = config.disk_bytes else {
+            return Ok((DiskMounts::default(), DiskLimit::Unlimited, None));
+        };
+        let quota = self
+            .storage_quota
+            .get_or_try_init(|| disk::probe(&self.docker, &config.image))
+            .await?;
+        let why = match quota {
+            StorageQuota::Supported => {
+                let mounts = DiskMounts {
+                    storage_size: Some(bytes),
+                    ..DiskMounts::default()
+                };
+                return Ok((mounts, DiskLimit::StorageQuota { bytes }, None));
+            }
+            StorageQuota::Unsupported(why) => why.clone(),
+        };
+        let user = config.user_or_default();
+        let image = self.docker.inspect_image(&config.image).await?;
+        let label = image
+            .config
+            .as_ref()
+            .and_then(|c| c.labels.as_ref())
+            .and_then(|l| l.get(disk::WRITABLE_LABEL))
+            .cloned();
+        let paths =
+            disk::writable_paths(&user.home(), config.workspace.is_some(), label.as_deref());
+        let own = disk::make(&self.docker, name, bytes, &config.image, &paths, user).await?;
+        let read_only_root = !config.sudo;
+        let mounts = DiskMounts {
+            storage_size: None,
+            binds: disk::binds(own.dir(), &paths),
+            read_only_root,
+        };
+        let limit = DiskLimit::OwnDisk {
+            bytes,
+            paths,
+            read_only_root,
+            why,
+        };
+        Ok((mounts, limit, Some(own)))
     }
 
     async fn start_and_wait(
@@ -475,6 +557,9 @@ impl DockerHost {
             name: container_name(&inspect),
             image: config.image.unwrap_or_default(),
             app_ports: app_ports_of(&inspect),
+            disk: label(&inspect, labels::DISK_LIMIT)
+                .unwrap_or_default()
+                .to_string(),
             id,
             url,
             session_api_key,
@@ -559,6 +644,7 @@ impl DockerHost {
                 }
             }
         }
+        disk::sweep(&self.docker, &live).await?;
         self.sweep_networks().await?;
         Ok(removed)
     }

@@ -32,7 +32,7 @@ use std::net::Ipv4Addr;
 use std::process::Command;
 use std::str::FromStr;
 
-use sandbox_common::DomainRule;
+use sandbox_common::{DomainRule, split_port};
 
 /// Our chain for packets from sandboxes to the host itself (hooked first into `INPUT`).
 const INPUT_CHAIN: &str = "SANDBOXD-INPUT";
@@ -121,30 +121,24 @@ impl Egress {
     /// The domain rules of an allow-list (none for `all` and `none`): a sandbox with some needs
     /// the filtering proxy.
     pub fn domains(&self) -> Vec<&DomainRule> {
-        match self {
-            Egress::Allow(rules) => rules
-                .iter()
-                .filter_map(|r| match r {
-                    EgressRule::Domain(d) => Some(d),
-                    EgressRule::Cidr(_) => None,
-                })
-                .collect(),
-            Egress::All | Egress::Deny => Vec::new(),
-        }
+        self.rules(|r| match r {
+            EgressRule::Domain(d) => Some(d),
+            EgressRule::Cidr(_) => None,
+        })
     }
-}
 
-impl Egress {
     /// The address rules of an allow-list.
     fn cidrs(&self) -> Vec<&CidrRule> {
+        self.rules(|r| match r {
+            EgressRule::Cidr(c) => Some(c),
+            EgressRule::Domain(_) => None,
+        })
+    }
+
+    /// The rules of an allow-list that `pick` keeps (none for `all` and `none`).
+    fn rules<'a, T>(&'a self, pick: impl Fn(&'a EgressRule) -> Option<&'a T>) -> Vec<&'a T> {
         match self {
-            Egress::Allow(rules) => rules
-                .iter()
-                .filter_map(|r| match r {
-                    EgressRule::Cidr(c) => Some(c),
-                    EgressRule::Domain(_) => None,
-                })
-                .collect(),
+            Egress::Allow(rules) => rules.iter().filter_map(pick).collect(),
             Egress::All | Egress::Deny => Vec::new(),
         }
     }
@@ -231,17 +225,7 @@ impl FromStr for CidrRule {
     type Err = String;
 
     fn from_str(s: &str) -> Result<CidrRule, String> {
-        let (net, port) = match s.rsplit_once(':') {
-            Some((net, port)) => {
-                let port = port
-                    .parse::<u16>()
-                    .ok()
-                    .filter(|&p| p > 0)
-                    .ok_or_else(|| format!("bad port in egress rule {s:?}"))?;
-                (net, Some(port))
-            }
-            None => (s, None),
-        };
+        let (net, port) = split_port(s).map_err(|_| format!("bad port in egress rule {s:?}"))?;
         let (addr, prefix) = match net.split_once('/') {
             Some((addr, prefix)) => (
                 addr,

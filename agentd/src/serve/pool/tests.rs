@@ -5,12 +5,14 @@ use super::*;
 fn warm(runtime_id: &str) -> Warm {
     Warm {
         runtime_id: runtime_id.to_string(),
-        container_id: format!("c-{runtime_id}"),
-        local_url: "http://127.0.0.1:1".to_string(),
-        port: 1,
+        container: SandboxContainer {
+            id: format!("c-{runtime_id}"),
+            local_url: "http://127.0.0.1:1".to_string(),
+            port: 1,
+            app_ports: BTreeMap::from([(12000, 40000)]),
+            image: "img".to_string(),
+        },
         configure_key: "k".to_string(),
-        app_ports: BTreeMap::from([(12000, 40000)]),
-        image: "img".to_string(),
     }
 }
 

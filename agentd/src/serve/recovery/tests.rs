@@ -70,9 +70,9 @@ fn a_claimed_running_sandbox_is_reclaimed_and_can_take_its_configuration() {
         panic!("not reclaimed");
     };
     assert_eq!(found.claim, claim());
-    assert_eq!(found.container_id, "c-1");
-    assert_eq!(found.local_url, "http://127.0.0.1:32768");
-    assert_eq!(found.port, 32768);
+    assert_eq!(found.container.id, "c-1");
+    assert_eq!(found.container.local_url, "http://127.0.0.1:32768");
+    assert_eq!(found.container.port, 32768);
     assert!(!found.paused);
     assert_eq!(found.configure_key.as_deref(), Some("ck"));
 }
@@ -110,9 +110,9 @@ fn an_unclaimed_running_sandbox_is_offered_to_its_images_pool() {
     assert_eq!(
         (
             warm.runtime_id.as_str(),
-            warm.container_id.as_str(),
-            warm.local_url.as_str(),
-            warm.port,
+            warm.container.id.as_str(),
+            warm.container.local_url.as_str(),
+            warm.container.port,
             warm.configure_key.as_str()
         ),
         ("rt-1", "c-1", "http://127.0.0.1:32768", 32768, "ck")

@@ -17,13 +17,17 @@ fn entry(runtime_id: &str, session_id: &str, owner: &str, created_at: &str) -> E
             created_at: created_at.to_string(),
             pending_configuration: None,
         },
-        container_id: format!("c-{runtime_id}"),
-        local_url: "http://127.0.0.1:1".to_string(),
+        container: SandboxContainer {
+            id: format!("c-{runtime_id}"),
+            local_url: "http://127.0.0.1:1".to_string(),
+            port: 1,
+            app_ports: BTreeMap::new(),
+            image: "sandboxd-runtime:x".to_string(),
+        },
         url: "http://public:1".to_string(),
         paused: false,
         ready: false,
         work_hosts: BTreeMap::new(),
-        image: "sandboxd-runtime:x".to_string(),
     }
 }
 
@@ -51,9 +55,9 @@ fn starting_a_running_session_answers_with_it_for_its_owner_only() {
     table.insert(entry("rt-1", "s", "a", "t1"));
     match table.begin_start(&owner("a"), "s").unwrap() {
         Begin::Running(response) => {
-            assert_eq!(response.runtime_id, "rt-1");
-            assert_eq!(response.url, "http://public:1");
-            assert_eq!(response.session_api_key.as_deref(), Some("key-rt-1"));
+            assert_eq!(response.access.runtime_id, "rt-1");
+            assert_eq!(response.access.url, "http://public:1");
+            assert_eq!(response.access.session_api_key.as_deref(), Some("key-rt-1"));
         }
         Begin::New(_) => panic!("a running session was started again"),
     }

@@ -334,30 +334,33 @@ async fn runtime_command(command: RuntimeCommand, json: bool) -> anyhow::Result<
                     UsageError(format!("--wait must be a non-negative number, not {secs}"))
                 })?;
                 if let Err(status) = client
-                    .wait_until_ready(&started.runtime_id, deadline)
+                    .wait_until_ready(&started.access.runtime_id, deadline)
                     .await?
                 {
-                    anyhow::bail!("runtime {} is not ready: {status:?}", started.runtime_id);
+                    anyhow::bail!(
+                        "runtime {} is not ready: {status:?}",
+                        started.access.runtime_id
+                    );
                 }
             }
             print_out(json, &started, || {
                 format!(
                     "runtime_id: {}\nurl:        {}\nkey:        {}",
-                    started.runtime_id,
-                    started.url,
-                    started.session_api_key.as_deref().unwrap_or("-")
+                    started.access.runtime_id,
+                    started.access.url,
+                    started.access.session_api_key.as_deref().unwrap_or("-")
                 )
             })?;
         }
         RuntimeCommand::Status { api, session } => {
             let client = connect(&api)?;
             let found = client.session(&session).await?;
-            let pod = client.runtime(&found.runtime_id).await?;
+            let pod = client.runtime(&found.access.runtime_id).await?;
             let both = serde_json::json!({"session": &found, "runtime": &pod});
             print_out(json, &both, || {
                 format!(
                     "runtime_id: {}\nstatus:     {:?}\npod:        {:?}\nurl:        {}",
-                    found.runtime_id, found.status, pod.pod_status, found.url
+                    found.access.runtime_id, found.status, pod.pod_status, found.access.url
                 )
             })?;
         }

@@ -17,6 +17,13 @@ fn one(bytes: &[u8]) -> String {
     lines(bytes).join("\n")
 }
 
+/// Checks that each input renders as its text, naming the input that does not.
+fn assert_renders(cases: &[(&[u8], &str)]) {
+    for &(bytes, text) in cases {
+        assert_eq!(one(bytes), text, "{:?}", String::from_utf8_lossy(bytes));
+    }
+}
+
 #[test]
 fn plain_text_and_line_endings() {
     assert_eq!(lines(b"hello\nworld\n"), ["hello", "world"]);
@@ -28,91 +35,99 @@ fn plain_text_and_line_endings() {
 
 #[test]
 fn carriage_return_overwrites() {
-    assert_eq!(one(b"50%\r100%\n"), "100%");
-    assert_eq!(one(b"10%\r20%\r30%\r\n"), "30%");
-    assert_eq!(one(b"hello\rab\n"), "abllo");
-    assert_eq!(
-        one(b"progress 1/3\x1b[2K\rprogress 2/3\x1b[2K\rdone\n"),
-        "done"
-    );
-    assert_eq!(
-        one(b"\x1b[2K\rDownloading 90%\x1b[2K\rDownloaded\r\n"),
-        "Downloaded"
-    );
+    assert_renders(&[
+        (b"50%\r100%\n", "100%"),
+        (b"10%\r20%\r30%\r\n", "30%"),
+        (b"hello\rab\n", "abllo"),
+        (b"progress 1/3\x1b[2K\rprogress 2/3\x1b[2K\rdone\n", "done"),
+        (
+            b"\x1b[2K\rDownloading 90%\x1b[2K\rDownloaded\r\n",
+            "Downloaded",
+        ),
+    ]);
 }
 
 #[test]
 fn backspace_moves_left() {
-    assert_eq!(one(b"ab\x08c\n"), "ac");
-    assert_eq!(one(b"abc\x08\x08\x08\x08\x08X\n"), "Xbc");
-    assert_eq!(one(b"ab\x08\x08\x1b[K\n"), "");
+    assert_renders(&[
+        (b"ab\x08c\n", "ac"),
+        (b"abc\x08\x08\x08\x08\x08X\n", "Xbc"),
+        (b"ab\x08\x08\x1b[K\n", ""),
+    ]);
 }
 
 #[test]
 fn erase_in_line() {
-    assert_eq!(one(b"hello\x1b[3D\x1b[K\n"), "he");
-    assert_eq!(one(b"hello\x1b[3D\x1b[0K\n"), "he");
-    assert_eq!(one(b"hello\x1b[3D\x1b[1K\n"), "   lo");
-    assert_eq!(one(b"hello\x1b[2K\n"), "");
-    assert_eq!(one(b"hello\x1b[2Kworld\n"), "     world");
-    assert_eq!(one(b"hello\x1b[2D\x1b[X\n"), "hel o");
-    assert_eq!(one(b"hello\x1b[4D\x1b[2P\n"), "hlo");
-    assert_eq!(one(b"hello\x1b[4D\x1b[2@\n"), "h  ello");
+    assert_renders(&[
+        (b"hello\x1b[3D\x1b[K\n", "he"),
+        (b"hello\x1b[3D\x1b[0K\n", "he"),
+        (b"hello\x1b[3D\x1b[1K\n", "   lo"),
+        (b"hello\x1b[2K\n", ""),
+        (b"hello\x1b[2Kworld\n", "     world"),
+        (b"hello\x1b[2D\x1b[X\n", "hel o"),
+        (b"hello\x1b[4D\x1b[2P\n", "hlo"),
+        (b"hello\x1b[4D\x1b[2@\n", "h  ello"),
+    ]);
 }
 
 #[test]
 fn column_moves() {
-    assert_eq!(one(b"hello\x1b[2Gx\n"), "hxllo");
-    assert_eq!(one(b"hello\x1b[2`x\n"), "hxllo");
-    assert_eq!(one(b"hello\x1b[Gx\n"), "xello");
-    assert_eq!(one(b"ab\x1b[3Cc\n"), "ab   c");
-    assert_eq!(one(b"ab\x1b[Cc\n"), "ab c");
-    assert_eq!(one(b"abc\x1b[2Dx\n"), "axc");
-    assert_eq!(one(b"abc\x1b[99Dx\n"), "xbc");
+    assert_renders(&[
+        (b"hello\x1b[2Gx\n", "hxllo"),
+        (b"hello\x1b[2`x\n", "hxllo"),
+        (b"hello\x1b[Gx\n", "xello"),
+        (b"ab\x1b[3Cc\n", "ab   c"),
+        (b"ab\x1b[Cc\n", "ab c"),
+        (b"abc\x1b[2Dx\n", "axc"),
+        (b"abc\x1b[99Dx\n", "xbc"),
+    ]);
     assert_eq!(one(b"a\x1b[5000Cb\n").len(), TERMINAL_COLUMNS);
 }
 
 #[test]
 fn tabs_are_kept_and_other_controls_dropped() {
-    assert_eq!(one(b"a\tb\n"), "a\tb");
-    assert_eq!(one(b"a\x07b\x00c\x0ed\x0fe\x7ff\n"), "abcdef");
-    assert_eq!(one(b"trailing   \t \n"), "trailing");
+    assert_renders(&[
+        (b"a\tb\n", "a\tb"),
+        (b"a\x07b\x00c\x0ed\x0fe\x7ff\n", "abcdef"),
+        (b"trailing   \t \n", "trailing"),
+    ]);
 }
 
 #[test]
 fn escape_sequences_are_removed() {
-    assert_eq!(
-        one(b"\x1b[31mred\x1b[0m plain \x1b[1;32;40mbold\x1b[m\n"),
-        "red plain bold"
-    );
-    assert_eq!(
-        one(b"\x1b[38;2;255;0;0mtrue\x1b[38:5:196mcolour\x1b[0m\n"),
-        "truecolour"
-    );
-    assert_eq!(one(b"\x1b]0;window title\x07hello\n"), "hello");
-    assert_eq!(one(b"\x1b]2;title\x1b\\hello\n"), "hello");
-    assert_eq!(one(b"\x1b]8;;http://x.y\x1b\\link\x1b]8;;\x1b\\\n"), "link");
-    assert_eq!(one(b"\x1bPq#0;2;0;0;0#0~~\x1b\\x\n"), "x");
-    assert_eq!(one(b"\x1b_Gf=100;AAAA\x1b\\y\n"), "y");
-    assert_eq!(one(b"\x1b^privacy\x1b\\z\n"), "z");
-    assert_eq!(one(b"\x1bXstring\x1b\\w\n"), "w");
-    assert_eq!(one(b"\x1b(Bok\x1b)0\x1b(0\x1b(B!\n"), "ok!");
-    assert_eq!(one(b"\x1b=\x1b>\x1b7\x1b8\x1bMkeypad\n"), "keypad");
-    assert_eq!(
-        one(b"\x1b[?25l\x1b[?1049h\x1b[?2004hmodes\x1b[?25h\n"),
-        "modes"
-    );
-    assert_eq!(one(b"\x1b[H\x1b[2J\x1b[3Jafter clear\n"), "after clear");
+    assert_renders(&[
+        (
+            b"\x1b[31mred\x1b[0m plain \x1b[1;32;40mbold\x1b[m\n",
+            "red plain bold",
+        ),
+        (
+            b"\x1b[38;2;255;0;0mtrue\x1b[38:5:196mcolour\x1b[0m\n",
+            "truecolour",
+        ),
+        (b"\x1b]0;window title\x07hello\n", "hello"),
+        (b"\x1b]2;title\x1b\\hello\n", "hello"),
+        (b"\x1b]8;;http://x.y\x1b\\link\x1b]8;;\x1b\\\n", "link"),
+        (b"\x1bPq#0;2;0;0;0#0~~\x1b\\x\n", "x"),
+        (b"\x1b_Gf=100;AAAA\x1b\\y\n", "y"),
+        (b"\x1b^privacy\x1b\\z\n", "z"),
+        (b"\x1bXstring\x1b\\w\n", "w"),
+        (b"\x1b(Bok\x1b)0\x1b(0\x1b(B!\n", "ok!"),
+        (b"\x1b=\x1b>\x1b7\x1b8\x1bMkeypad\n", "keypad"),
+        (b"\x1b[?25l\x1b[?1049h\x1b[?2004hmodes\x1b[?25h\n", "modes"),
+        (b"\x1b[H\x1b[2J\x1b[3Jafter clear\n", "after clear"),
+    ]);
     assert_eq!(lines(b"a\n\x1b[1Ab\x1b[5;10Hc\n"), ["a", "bc"]);
 }
 
 #[test]
 fn invalid_utf8_is_replaced() {
-    assert_eq!(one(b"a\xffb\n"), "a\u{FFFD}b");
-    assert_eq!(one(b"\x80x\n"), "\u{FFFD}x");
-    assert_eq!(one(b"caf\xc3\xa9 \xc3(\n"), "caf\u{e9} \u{FFFD}(");
-    assert_eq!(one(b"\xe2\x82\n"), "\u{FFFD}");
-    assert_eq!(one("日本語 ✓\n".as_bytes()), "日本語 ✓");
+    assert_renders(&[
+        (b"a\xffb\n", "a\u{FFFD}b"),
+        (b"\x80x\n", "\u{FFFD}x"),
+        (b"caf\xc3\xa9 \xc3(\n", "caf\u{e9} \u{FFFD}("),
+        (b"\xe2\x82\n", "\u{FFFD}"),
+        ("日本語 ✓\n".as_bytes(), "日本語 ✓"),
+    ]);
 }
 
 #[test]

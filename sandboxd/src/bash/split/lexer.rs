@@ -262,23 +262,24 @@ impl Lexer {
                     self.balanced(&mut value, '(', ')', 1)?;
                 }
                 _ if is_operator_start(c) => break,
-                _ => {
-                    value.push(c);
-                    self.pos += 1;
-                }
+                _ => self.keep(&mut value, c),
             }
         }
         Ok(value)
     }
 
+    /// Keeps `c`, the current char, in `value` and moves past it.
+    fn keep(&mut self, value: &mut String, c: char) {
+        value.push(c);
+        self.pos += 1;
+    }
+
     /// `'…'`, the opening quote being current.
     fn single_quoted(&mut self, value: &mut String) -> Result<(), Malformed> {
-        value.push('\'');
-        self.pos += 1;
+        self.keep(value, '\'');
         loop {
             let c = self.peek().ok_or(Malformed)?;
-            value.push(c);
-            self.pos += 1;
+            self.keep(value, c);
             if c == '\'' {
                 return Ok(());
             }
@@ -287,30 +288,24 @@ impl Lexer {
 
     /// `"…"`, the opening quote being current.
     fn double_quoted(&mut self, value: &mut String) -> Result<(), Malformed> {
-        value.push('"');
-        self.pos += 1;
+        self.keep(value, '"');
         loop {
             match self.peek().ok_or(Malformed)? {
                 '"' => {
-                    value.push('"');
-                    self.pos += 1;
+                    self.keep(value, '"');
                     return Ok(());
                 }
                 '\\' => self.escaped(value)?,
                 '`' => self.backquoted(value)?,
                 '$' => self.dollar(value, true)?,
-                c => {
-                    value.push(c);
-                    self.pos += 1;
-                }
+                c => self.keep(value, c),
             }
         }
     }
 
     /// `` `…` ``, the opening backquote being current.
     fn backquoted(&mut self, value: &mut String) -> Result<(), Malformed> {
-        value.push('`');
-        self.pos += 1;
+        self.keep(value, '`');
         self.escaped_until(value, '`')
     }
 
@@ -321,8 +316,7 @@ impl Lexer {
             match self.peek().ok_or(Malformed)? {
                 '\\' => self.escaped(value)?,
                 c => {
-                    value.push(c);
-                    self.pos += 1;
+                    self.keep(value, c);
                     if c == close {
                         return Ok(());
                     }
@@ -368,14 +362,10 @@ impl Lexer {
                 self.escaped_until(value, '\'')?;
             }
             Some('"') if !in_double_quotes => {
-                value.push('$');
-                self.pos += 1;
+                self.keep(value, '$');
                 self.double_quoted(value)?;
             }
-            _ => {
-                value.push('$');
-                self.pos += 1;
-            }
+            _ => self.keep(value, '$'),
         }
         self.depth -= 1;
         Ok(())
@@ -398,8 +388,7 @@ impl Lexer {
                 '`' => self.backquoted(value)?,
                 '$' => self.dollar(value, false)?,
                 c => {
-                    value.push(c);
-                    self.pos += 1;
+                    self.keep(value, c);
                     if c == open {
                         depth += 1;
                     } else if c == close {

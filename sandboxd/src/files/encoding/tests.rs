@@ -27,22 +27,30 @@ fn garbage_is_not_a_legacy_encoding() {
 
 #[test]
 fn decode_errors_read_like_python() {
-    assert_eq!(
-        decode(b"ab\xff", TextEncoding::Utf8),
-        Err("'utf-8' codec can't decode byte 0xff in position 2: invalid start byte".into())
-    );
-    assert_eq!(
-        decode(b"\xe2\x28\xa1", TextEncoding::Utf8),
-        Err("'utf-8' codec can't decode byte 0xe2 in position 0: invalid continuation byte".into())
-    );
-    assert_eq!(
-        decode(b"x\xe2\x82\x28", TextEncoding::Utf8),
-        Err("'utf-8' codec can't decode bytes in position 1-2: invalid continuation byte".into())
-    );
-    assert_eq!(
-        decode(b"x\xe2\x82", TextEncoding::Utf8),
-        Err("'utf-8' codec can't decode bytes in position 1-2: unexpected end of data".into())
-    );
+    for (bytes, error) in [
+        (
+            &b"ab\xff"[..],
+            "'utf-8' codec can't decode byte 0xff in position 2: invalid start byte",
+        ),
+        (
+            b"\xe2\x28\xa1",
+            "'utf-8' codec can't decode byte 0xe2 in position 0: invalid continuation byte",
+        ),
+        (
+            b"x\xe2\x82\x28",
+            "'utf-8' codec can't decode bytes in position 1-2: invalid continuation byte",
+        ),
+        (
+            b"x\xe2\x82",
+            "'utf-8' codec can't decode bytes in position 1-2: unexpected end of data",
+        ),
+    ] {
+        assert_eq!(
+            decode(bytes, TextEncoding::Utf8),
+            Err(error.into()),
+            "{bytes:?}"
+        );
+    }
 }
 
 #[test]

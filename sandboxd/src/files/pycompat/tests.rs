@@ -15,42 +15,62 @@ fn strip_matches_python_whitespace() {
 
 #[test]
 fn splitlines_matches_python() {
-    assert_eq!(py_splitlines(""), Vec::<&str>::new());
-    assert_eq!(py_splitlines("\n"), vec![""]);
-    assert_eq!(py_splitlines("a\nb\n"), vec!["a", "b"]);
-    assert_eq!(py_splitlines("a\r\nb\rc\x0cd"), vec!["a", "b", "c", "d"]);
-    assert_eq!(py_splitlines("a\n\nb"), vec!["a", "", "b"]);
-    assert_eq!(py_splitlines("x\u{2028}y\u{85}"), vec!["x", "y"]);
-    assert_eq!(py_splitlines("\r\r\n"), vec!["", ""]);
+    for (text, lines) in [
+        ("", &[][..]),
+        ("\n", &[""]),
+        ("a\nb\n", &["a", "b"]),
+        ("a\r\nb\rc\x0cd", &["a", "b", "c", "d"]),
+        ("a\n\nb", &["a", "", "b"]),
+        ("x\u{2028}y\u{85}", &["x", "y"]),
+        ("\r\r\n", &["", ""]),
+    ] {
+        assert_eq!(py_splitlines(text), lines, "{text:?}");
+    }
 }
 
 #[test]
 fn path_normalisation_matches_pathlib() {
-    assert_eq!(py_path_str(""), ".");
-    assert_eq!(py_path_str("."), ".");
-    assert_eq!(py_path_str("./a//b/./c/"), "a/b/c");
-    assert_eq!(py_path_str("/"), "/");
-    assert_eq!(py_path_str("//"), "//");
-    assert_eq!(py_path_str("///x"), "/x");
-    assert_eq!(py_path_str("//x/"), "//x");
-    assert_eq!(py_path_str("/w/../x"), "/w/../x");
-    assert_eq!(py_path_join("/workspace", "."), "/workspace");
-    assert_eq!(py_path_join("/workspace/", "a/b"), "/workspace/a/b");
-    assert_eq!(py_path_join("/workspace", "/etc"), "/etc");
-    assert_eq!(py_path_join("/", "x"), "/x");
-    assert_eq!(py_path_join("//", "x"), "//x");
-    assert_eq!(py_path_join("//a", "x"), "//a/x");
-    assert_eq!(py_path_join("", "x"), "x");
-    assert_eq!(py_path_join("/w", ""), "/w");
+    for (path, normal) in [
+        ("", "."),
+        (".", "."),
+        ("./a//b/./c/", "a/b/c"),
+        ("/", "/"),
+        ("//", "//"),
+        ("///x", "/x"),
+        ("//x/", "//x"),
+        ("/w/../x", "/w/../x"),
+    ] {
+        assert_eq!(py_path_str(path), normal, "{path:?}");
+    }
+    for (base, path, joined) in [
+        ("/workspace", ".", "/workspace"),
+        ("/workspace/", "a/b", "/workspace/a/b"),
+        ("/workspace", "/etc", "/etc"),
+        ("/", "x", "/x"),
+        ("//", "x", "//x"),
+        ("//a", "x", "//a/x"),
+        ("", "x", "x"),
+        ("/w", "", "/w"),
+    ] {
+        assert_eq!(
+            py_path_join(base, path),
+            joined,
+            "{base:?} joined with {path:?}"
+        );
+    }
 }
 
 #[test]
 fn suffix_matches_pathlib() {
-    assert_eq!(py_suffix("/a/b.PDF"), ".PDF");
-    assert_eq!(py_suffix("/a/.pdf"), "");
-    assert_eq!(py_suffix("/a/b."), "");
-    assert_eq!(py_suffix("/a.d/b"), "");
-    assert_eq!(py_suffix("/a/b.tar.gz"), ".gz");
+    for (path, suffix) in [
+        ("/a/b.PDF", ".PDF"),
+        ("/a/.pdf", ""),
+        ("/a/b.", ""),
+        ("/a.d/b", ""),
+        ("/a/b.tar.gz", ".gz"),
+    ] {
+        assert_eq!(py_suffix(path), suffix, "{path:?}");
+    }
 }
 
 #[test]

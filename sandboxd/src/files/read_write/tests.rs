@@ -66,16 +66,19 @@ fn splice_follows_insert_lines() {
 
 #[test]
 fn chmod_and_chown_failures_read_like_the_reference() {
-    let denied = io::Error::from_raw_os_error(1);
-    assert_eq!(
-        metadata_error(&denied, "/w/f"),
-        "File /w/f written, but failed to change ownership and permissions: [Errno 1] Operation not permitted: '/w/f'"
-    );
-    let other = io::Error::from_raw_os_error(30);
-    assert_eq!(
-        metadata_error(&other, "/w/f"),
-        "[Errno 30] Read-only file system: '/w/f'"
-    );
+    for (errno, message) in [
+        (
+            1,
+            "File /w/f written, but failed to change ownership and permissions: [Errno 1] Operation not permitted: '/w/f'",
+        ),
+        (30, "[Errno 30] Read-only file system: '/w/f'"),
+    ] {
+        assert_eq!(
+            metadata_error(&io::Error::from_raw_os_error(errno), "/w/f"),
+            message,
+            "errno {errno}"
+        );
+    }
 }
 
 #[test]

@@ -54,13 +54,14 @@ fn an_error_ends_the_cell() {
 
 #[test]
 fn only_sgr_sequences_of_up_to_three_numbers_are_stripped() {
-    assert_eq!(strip_sgr("\x1b[31mred\x1b[0m"), "red");
-    assert_eq!(strip_sgr("\x1b[1;31;42mx\x1b[1;2;3;4m"), "x\x1b[1;2;3;4m");
-    assert_eq!(
-        strip_sgr("\x1b[mx\x1b[2Ky\x1b[1;m"),
-        "\x1b[mx\x1b[2Ky\x1b[1;m"
-    );
-    assert_eq!(strip_sgr("é\x1b[01;34mdir\x1b[0m\x1b"), "édir\x1b");
+    for (text, stripped) in [
+        ("\x1b[31mred\x1b[0m", "red"),
+        ("\x1b[1;31;42mx\x1b[1;2;3;4m", "x\x1b[1;2;3;4m"),
+        ("\x1b[mx\x1b[2Ky\x1b[1;m", "\x1b[mx\x1b[2Ky\x1b[1;m"),
+        ("é\x1b[01;34mdir\x1b[0m\x1b", "édir\x1b"),
+    ] {
+        assert_eq!(strip_sgr(text), stripped, "{text:?}");
+    }
 }
 
 #[test]

@@ -294,33 +294,39 @@ fn destination_itself_may_be_a_symlink() {
     assert_eq!(fs::read(real.join("a/b.txt")).unwrap(), b"b");
 }
 
-#[test]
-fn too_many_entries_are_refused_before_extraction() {
+/// Uploads `zip` to be extracted under `limits` into an empty directory, which must stay
+/// empty; the refusal.
+fn refused_extraction(zip: &[u8], limits: ExtractLimits) -> TransferError {
     let tmp = tempfile::tempdir().unwrap();
-    let zip = make_zip(&[("a", b"1"), ("b", b"2"), ("c", b"3")]);
-    let limits = ExtractLimits {
-        max_bytes: MAX_EXTRACTED_BYTES,
-        max_entries: 2,
-    };
     let err = store_upload_with_limits(
         tmp.path(),
         "u.zip",
-        io::Cursor::new(&zip),
+        io::Cursor::new(zip),
         true,
         None,
         limits,
     )
     .unwrap_err();
+    assert!(tree(tmp.path()).is_empty(), "{err}");
+    err
+}
+
+#[test]
+fn too_many_entries_are_refused_before_extraction() {
+    let zip = make_zip(&[("a", b"1"), ("b", b"2"), ("c", b"3")]);
+    let limits = ExtractLimits {
+        max_bytes: MAX_EXTRACTED_BYTES,
+        max_entries: 2,
+    };
+    let err = refused_extraction(&zip, limits);
     assert_eq!(
         err.to_string(),
         "400: Zip archive exceeds the limit of 2 entries"
     );
-    assert!(tree(tmp.path()).is_empty());
 }
 
 #[test]
 fn too_many_bytes_are_refused_before_extraction() {
-    let tmp = tempfile::tempdir().unwrap();
     // Highly compressible: a small zip that expands past the limit.
     let big = vec![0_u8; 1 << 20];
     let zip = make_zip(&[("small", b"1"), ("bomb", &big)]);
@@ -329,15 +335,7 @@ fn too_many_bytes_are_refused_before_extraction() {
         max_bytes: 1000,
         max_entries: MAX_ZIP_ENTRIES,
     };
-    let err = store_upload_with_limits(
-        tmp.path(),
-        "u.zip",
-        io::Cursor::new(&zip),
-        true,
-        None,
-        limits,
-    )
-    .unwrap_err();
+    let err = refused_extraction(&zip, limits);
     assert!(
         matches!(
             err,
@@ -348,7 +346,6 @@ fn too_many_bytes_are_refused_before_extraction() {
         ),
         "{err}"
     );
-    assert!(tree(tmp.path()).is_empty());
 }
 
 #[test]

@@ -4,7 +4,13 @@ use super::*;
 
 #[test]
 fn defaults_are_hardened() {
-    let body = SandboxConfig::default().container_body("k", HashMap::new(), None, None);
+    let body = SandboxConfig::default().container_body(
+        "k",
+        HashMap::new(),
+        None,
+        None,
+        &DiskMounts::default(),
+    );
     let host = body.host_config.unwrap();
     // sandboxd starts as root to separate itself from the user (uid 1000 by default).
     assert_eq!(body.user.as_deref(), Some("0:0"));
@@ -34,7 +40,7 @@ fn sudo_trades_no_new_privileges_for_named_capabilities() {
         ..SandboxConfig::default()
     };
     let host = config
-        .container_body("k", HashMap::new(), None, None)
+        .container_body("k", HashMap::new(), None, None, &DiskMounts::default())
         .host_config
         .unwrap();
     assert_eq!(host.security_opt, Some(vec![]));
@@ -48,6 +54,7 @@ fn no_network_publishes_nothing_and_serves_a_socket() {
         HashMap::new(),
         Some(Path::new("/run/user/0/agentd/x")),
         None,
+        &DiskMounts::default(),
     );
     let host = body.host_config.unwrap();
     assert_eq!(host.port_bindings, None);
@@ -69,7 +76,7 @@ fn a_pre_started_sandboxd_gets_a_configuration_key_and_no_session_key() {
         await_configuration: true,
         ..SandboxConfig::default()
     };
-    let body = config.container_body("k", HashMap::new(), None, None);
+    let body = config.container_body("k", HashMap::new(), None, None, &DiskMounts::default());
     let env = body.env.unwrap();
     assert!(env.contains(&"SANDBOXD_CONFIGURE_KEY=k".to_string()));
     assert!(!env.iter().any(|e| e.starts_with("SESSION_API_KEY=")));
@@ -90,7 +97,7 @@ fn the_sandbox_user_is_sandboxds_and_the_container_starts_as_root() {
         read_only_root: true,
         ..SandboxConfig::default()
     };
-    let body = config.container_body("k", HashMap::new(), None, None);
+    let body = config.container_body("k", HashMap::new(), None, None, &DiskMounts::default());
     assert_eq!(body.user.as_deref(), Some("0:0"));
     let cmd = body.cmd.unwrap();
     assert!(cmd.windows(2).any(|w| w == ["--user-id", "4321"]));
@@ -109,7 +116,7 @@ fn root_keeps_no_new_privileges_and_gets_only_file_capabilities() {
         user: Some(SandboxUser::ROOT),
         ..SandboxConfig::default()
     };
-    let body = config.container_body("k", HashMap::new(), None, None);
+    let body = config.container_body("k", HashMap::new(), None, None, &DiskMounts::default());
     assert_eq!(body.user.as_deref(), Some("0:0"));
     let env = body.env.unwrap();
     assert!(env.contains(&"HOME=/root".to_string()));
@@ -140,7 +147,7 @@ fn app_ports_are_published_and_named_in_the_environment() {
         publish_address: "0.0.0.0".to_string(),
         ..SandboxConfig::default()
     };
-    let body = config.container_body("k", HashMap::new(), None, None);
+    let body = config.container_body("k", HashMap::new(), None, None, &DiskMounts::default());
     let mut exposed = body.exposed_ports.unwrap();
     exposed.sort();
     assert_eq!(exposed, ["12000/tcp", "12001/tcp", "8000/tcp"]);
@@ -162,11 +169,74 @@ fn egress_host_pins_go_into_the_sandboxs_etc_hosts() {
         ]),
         ..SandboxConfig::default()
     };
-    let body = config.container_body("k", HashMap::new(), None, Some("sbx-x"));
+    let body = config.container_body(
+        "k",
+        HashMap::new(),
+        None,
+        Some("sbx-x"),
+        &DiskMounts::default(),
+    );
     assert_eq!(
         body.host_config.unwrap().extra_hosts.unwrap(),
         ["other.test:10.0.0.6", "web.test:10.0.0.5"]
     );
-    let body = SandboxConfig::default().container_body("k", HashMap::new(), None, Some("sbx-x"));
+    let body = SandboxConfig::default().container_body(
+        "k",
+        HashMap::new(),
+        None,
+        Some("sbx-x"),
+        &DiskMounts::default(),
+    );
     assert_eq!(body.host_config.unwrap().extra_hosts, None);
+}
+
+#[test]
+fn a_storage_quota_sizes_the_writable_layer() {
+    let disk = DiskMounts {
+        storage_size: Some(10 << 30),
+        ..DiskMounts::default()
+    };
+    let body = SandboxConfig::default().container_body("k", HashMap::new(), None, None, &disk);
+    let host = body.host_config.unwrap();
+    assert_eq!(
+        host.storage_opt,
+        Some(HashMap::from([(
+            "size".to_string(),
+            (10u64 << 30).to_string()
+        )]))
+    );
+    assert_eq!(host.readonly_rootfs, Some(false));
+}
+
+#[test]
+fn a_disk_of_its_own_makes_the_root_read_only_and_mounts_the_writable_paths() {
+    let disk = DiskMounts {
+        binds: vec![
+            "/d/home_openhands:/home/openhands:rw".to_string(),
+            "/d/opt_venv:/opt/venv:rw".to_string(),
+        ],
+        read_only_root: true,
+        ..DiskMounts::default()
+    };
+    let config = SandboxConfig {
+        workspace: Some(PathBuf::from("/w")),
+        read_only_root: true,
+        ..SandboxConfig::default()
+    };
+    let body = config.container_body("k", HashMap::new(), None, None, &disk);
+    let host = body.host_config.unwrap();
+    assert_eq!(host.readonly_rootfs, Some(true));
+    assert_eq!(host.storage_opt, None);
+    assert_eq!(
+        host.binds,
+        Some(vec![
+            "/w:/workspace:rw".to_string(),
+            "/d/home_openhands:/home/openhands:rw".to_string(),
+            "/d/opt_venv:/opt/venv:rw".to_string(),
+        ])
+    );
+    // The home is on the disk: no tmpfs over it, even with `read_only_root`.
+    let tmpfs = host.tmpfs.unwrap();
+    assert!(tmpfs.contains_key("/tmp"));
+    assert!(!tmpfs.contains_key("/home/openhands"), "{tmpfs:?}");
 }

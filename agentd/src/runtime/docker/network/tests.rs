@@ -49,6 +49,33 @@ fn rendered(isolation: &Isolation) -> Vec<String> {
         .collect()
 }
 
+/// The rules of a sandbox whose egress policy is `egress`, with no host port and the
+/// filtering proxy (if any) at `proxy_port`.
+fn rendered_egress(egress: &str, proxy_port: Option<u16>) -> Vec<String> {
+    rendered(&Isolation {
+        egress: egress.parse().unwrap_or_else(|e| panic!("{egress}: {e}")),
+        host_ports: Vec::new(),
+        proxy_port,
+    })
+}
+
+/// Asserts that the first rule containing `first` comes before the first containing `then`.
+fn assert_comes_before(rules: &[String], first: &str, then: &str) {
+    let position = |part: &str| {
+        rules
+            .iter()
+            .position(|r| r.contains(part))
+            .unwrap_or_else(|| panic!("no rule with {part}\nin {rules:#?}"))
+    };
+    assert!(
+        position(first) < position(then),
+        "{first} after {then}: {rules:#?}"
+    );
+}
+
+/// The refusal of every other TCP port of the host.
+const HOST_REFUSAL: &str = "SANDBOXD-INPUT -i sbx-abc123 -p tcp -m comment";
+
 #[test]
 fn the_host_and_the_metadata_range_and_other_bridges_are_refused_always() {
     let rules = rendered(&Isolation::default());
@@ -91,24 +118,16 @@ fn allowed_host_ports_come_before_the_refusal_of_the_host() {
         host_ports: vec![3128],
         ..Isolation::default()
     });
-    let allow = rules
-        .iter()
-        .position(|r| r.contains("SANDBOXD-INPUT -i sbx-abc123 -p tcp --dport 3128"))
-        .unwrap();
-    let refuse = rules
-        .iter()
-        .position(|r| r.contains("SANDBOXD-INPUT -i sbx-abc123 -p tcp -m comment"))
-        .unwrap();
-    assert!(allow < refuse, "{rules:#?}");
+    assert_comes_before(
+        &rules,
+        "SANDBOXD-INPUT -i sbx-abc123 -p tcp --dport 3128",
+        HOST_REFUSAL,
+    );
 }
 
 #[test]
 fn an_allow_list_returns_its_destinations_and_refuses_the_rest() {
-    let rules = rendered(&Isolation {
-        egress: "10.0.0.0/8,192.0.2.7:443".parse().unwrap(),
-        host_ports: Vec::new(),
-        proxy_port: None,
-    });
+    let rules = rendered_egress("10.0.0.0/8,192.0.2.7:443", None);
     let tail: Vec<&str> = rules
         .iter()
         .rev()
@@ -157,11 +176,7 @@ fn subnets_are_cut_from_the_pool_around_those_taken() {
 
 #[test]
 fn a_domain_policy_redirects_the_ports_of_its_domains_to_the_proxy() {
-    let rules = rendered(&Isolation {
-        egress: "web.test:8080,*.pypi.org:443,192.0.2.7:22".parse().unwrap(),
-        host_ports: Vec::new(),
-        proxy_port: Some(18129),
-    });
+    let rules = rendered_egress("web.test:8080,*.pypi.org:443,192.0.2.7:22", Some(18129));
     let tag = "-m comment --comment sandboxd:sbx-abc123";
     let nat: Vec<&str> = rules
         .iter()
@@ -189,19 +204,11 @@ fn a_domain_policy_redirects_the_ports_of_its_domains_to_the_proxy() {
         ]
     );
     // The proxy's port, for redirected connections only, before the host's refusal.
-    let allow = rules
-        .iter()
-        .position(|r| {
-            r.contains(
-                "SANDBOXD-INPUT -i sbx-abc123 -p tcp --dport 18129 -m conntrack --ctstate DNAT",
-            )
-        })
-        .unwrap();
-    let refuse = rules
-        .iter()
-        .position(|r| r.contains("SANDBOXD-INPUT -i sbx-abc123 -p tcp -m comment"))
-        .unwrap();
-    assert!(allow < refuse, "{rules:#?}");
+    assert_comes_before(
+        &rules,
+        "SANDBOXD-INPUT -i sbx-abc123 -p tcp --dport 18129 -m conntrack --ctstate DNAT",
+        HOST_REFUSAL,
+    );
     // Names resolve: DNS goes out; everything else not allowed is refused.
     for dns in [
         format!("-A SANDBOXD-FORWARD -i sbx-abc123 -p udp --dport 53 {tag} -j RETURN"),
@@ -219,11 +226,7 @@ fn a_domain_policy_redirects_the_ports_of_its_domains_to_the_proxy() {
 
 #[test]
 fn a_domain_without_a_port_redirects_every_tcp_port() {
-    let rules = rendered(&Isolation {
-        egress: "web.test:8080,example.com".parse().unwrap(),
-        host_ports: Vec::new(),
-        proxy_port: Some(18129),
-    });
+    let rules = rendered_egress("web.test:8080,example.com", Some(18129));
     let redirects: Vec<&String> = rules.iter().filter(|r| r.contains("REDIRECT")).collect();
     assert_eq!(redirects.len(), 1, "{redirects:#?}");
     assert!(
@@ -234,11 +237,7 @@ fn a_domain_without_a_port_redirects_every_tcp_port() {
 
 #[test]
 fn an_address_only_policy_has_no_redirect_and_no_dns() {
-    let rules = rendered(&Isolation {
-        egress: "10.0.0.0/8".parse().unwrap(),
-        host_ports: Vec::new(),
-        proxy_port: None,
-    });
+    let rules = rendered_egress("10.0.0.0/8", None);
     assert!(
         !rules
             .iter()
