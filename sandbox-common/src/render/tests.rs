@@ -4,22 +4,17 @@ use protocol::CmdOutputMetadata;
 
 use super::*;
 
-fn run_extras(command: &str, exit_code: i64) -> CmdOutputExtras {
-    CmdOutputExtras {
-        command: command.into(),
-        metadata: CmdOutputMetadata {
-            exit_code,
-            ..CmdOutputMetadata::default()
-        },
-        hidden: false,
-        full_output_path: None,
-    }
-}
-
 #[test]
 fn a_cut_run_output_names_the_file_with_the_whole_output() {
-    let mut extras = run_extras("seq 100000", 0);
-    extras.full_output_path = Some("/tmp/sandboxd/out-1.txt".into());
+    let mut extras = CmdOutputExtras {
+        command: "seq 100000".into(),
+        metadata: CmdOutputMetadata {
+            exit_code: 0,
+            ..Default::default()
+        },
+        hidden: false,
+        full_output_path: Some("/tmp/sandboxd/out-1.txt".into()),
+    };
     assert_eq!(
         render_run(
             &extras,
