@@ -74,6 +74,7 @@ async fn agentd_step(history: usize) -> Duration {
         max_iterations: 10 * STEPS as u32,
         max_budget: None,
         stop_on_signals: false,
+        mcp: Default::default(),
         workspace: Default::default(),
     };
     let outcome = run_session(spec, on_event).await.unwrap();

@@ -64,6 +64,10 @@
 //! think = true                # offer think
 //! system_prompt_file = "prompt.md"
 //!
+//! [mcp]                       # MCP servers; keys in crate::mcp::settings
+//! shttp_servers = [{ url = "http://127.0.0.1:8931/mcp", api_key = "...", timeout = 60 }]
+//! sse_servers = ["http://127.0.0.1:9000/sse"]
+//! stdio_servers = [{ name = "fetch", command = "uvx", args = ["mcp-server-fetch"] }]
 //! [secrets.STAGING_TOKEN]     # exported in the sandbox's shell, masked everywhere else
 //! env = "MY_STAGING_TOKEN"    # read from agentd's environment (or: value = "...")
 //! description = "API token of the staging server"
@@ -77,6 +81,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::llm::LlmConfig;
+use crate::mcp::McpSection;
 use crate::memory::CondenserConfig;
 use crate::runtime::RuntimeKind;
 use crate::runtime::docker::Network;
@@ -135,6 +140,8 @@ pub struct FileConfig {
     /// The CodeAct agent.
     #[serde(default)]
     pub agent: AgentSection,
+    /// The MCP servers whose tools the agent gets.
+    pub mcp: Option<McpSection>,
     /// Custom secrets, by the environment variable they are exported as in the sandbox.
     #[serde(default)]
     pub secrets: std::collections::BTreeMap<String, SecretSetting>,

@@ -37,9 +37,14 @@ pub fn render(event: &Event) -> String {
                 ObservationKind::AgentStateChanged(extras) => {
                     format!("state → {} ({})", extras.agent_state, extras.reason)
                 }
+                ObservationKind::Mcp(extras) => format!("mcp {}", extras.name),
                 other => other.type_name().to_string(),
             };
-            (head, shorten(&o.content))
+            let body = match &o.kind {
+                ObservationKind::Mcp(_) => crate::mcp::read_content(&o.content).text,
+                _ => o.content.clone(),
+            };
+            (head, shorten(&body))
         }
     };
     let mut out = format!("#{id:<4} {source:<5} {head}");
@@ -59,6 +64,10 @@ fn action(kind: &ActionKind) -> (String, String) {
         ActionKind::Edit(a) => (format!("edit {} {}", a.command, a.path), String::new()),
         ActionKind::Message(m) => ("message".into(), m.content.clone()),
         ActionKind::Finish(f) => ("finish".into(), f.final_thought.clone()),
+        ActionKind::Mcp(m) => (
+            format!("mcp {}", m.name),
+            shorten(&serde_json::Value::Object(m.arguments.clone()).to_string()),
+        ),
         other => (other.action_type().as_str().to_string(), String::new()),
     }
 }
@@ -69,6 +78,7 @@ fn thought(kind: &ActionKind) -> Option<&str> {
         ActionKind::RunIpython(a) => Some(&a.thought),
         ActionKind::Think(a) => Some(&a.thought),
         ActionKind::Finish(a) => Some(&a.thought),
+        ActionKind::Mcp(a) => Some(&a.thought),
         _ => None,
     }
 }

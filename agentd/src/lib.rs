@@ -6,6 +6,8 @@
 //! - `llm`: the client for OpenAI-compatible models; `memory`: the agent's view of its history,
 //!   condensers, and the history as chat messages;
 //! - `runtime`: sandboxes to execute actions in (local process, Docker container, remote);
+//! - `mcp`: the MCP servers a run uses (`[mcp]`), agentd's client of them, and what an `mcp`
+//!   observation says;
 //! - `recall`: the run's memory (microagents, workspace context) answering `recall` actions;
 //!   `secrets`: secret values exported to the sandbox and masked everywhere else;
 //!   `workspace`: the sandbox's workspace made ready before the agent starts (repository,
@@ -23,6 +25,7 @@ mod controller;
 mod display;
 mod events;
 mod llm;
+mod mcp;
 mod memory;
 mod recall;
 mod runtime;
@@ -44,6 +47,10 @@ pub use controller::{ControllerError, DEFAULT_MAX_ITERATIONS};
 pub use display::render as render_event;
 pub use events::{EventLogError, EventStream};
 pub use llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
+pub use mcp::{
+    McpFailure, McpHub, McpSection, McpSettings, McpSettingsError, RemoteEntry, RemoteServer,
+    StdioArgs, StdioEntry, StdioEnv,
+};
 pub use recall::microagent::MicroagentError;
 pub use runtime::{
     LocalConfig, RemoteApiConfig, Runtime, RuntimeConfig, RuntimeError, RuntimeKind, SandboxDeath,

@@ -21,6 +21,7 @@ use crate::controller::{
     BACK_ON_TRACK, Controller, ControllerConfig, ControllerError, ControllerHandle,
 };
 use crate::events::{EventLogError, EventStream};
+use crate::mcp::McpSettings;
 use crate::recall::{Memory, Recalled, WorkspaceContext};
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
 use crate::secrets::SecretMask;
@@ -78,6 +79,8 @@ pub struct RunSpec {
     pub max_budget: Option<f64>,
     /// Stop the run cleanly (state `stopped`, sandbox closed) on SIGINT or SIGTERM.
     pub stop_on_signals: bool,
+    /// The MCP servers whose tools the agent gets.
+    pub mcp: McpSettings,
     /// The repository, secrets and microagent settings of the workspace.
     pub workspace: WorkspaceSpec,
 }
@@ -136,6 +139,7 @@ impl ActionTally {
                 }
                 ObservationKind::Run(extras) => extras.metadata.exit_code != 0,
                 ObservationKind::RunIpython(_) | ObservationKind::Write(_) => false,
+                ObservationKind::Mcp(_) => crate::mcp::read_content(&observation.content).failed,
                 _ => continue,
             };
             tally.answered += 1;
@@ -204,7 +208,7 @@ pub async fn run(
         }
     });
 
-    let runtime = Runtime::start(&spec.runtime).await?;
+    let mut runtime = Runtime::start(&spec.runtime).await?;
     let memory = match prepare_memory(&runtime, &stream, &spec.workspace).await {
         Ok(memory) => memory,
         Err(e) => {
@@ -216,6 +220,14 @@ pub async fn run(
             return Err(e);
         }
     };
+    // After the workspace is ready: a stdio server may use what it set up.
+    let mut agent = spec.agent;
+    if !spec.mcp.is_empty() {
+        for failure in runtime.connect_mcp(&spec.mcp).await {
+            tracing::warn!("MCP server {} left out: {}", failure.server, failure.reason);
+        }
+        agent.offer_mcp_tools(runtime.mcp_tools());
+    }
     let config = ControllerConfig {
         session_id: spec.session_id.clone(),
         max_iterations: spec.max_iterations,
@@ -224,13 +236,11 @@ pub async fn run(
         headless: true,
         recall: true,
     };
-    let system = (!spec.resume)
-        .then(|| spec.agent.system_message())
-        .flatten();
+    let system = (!spec.resume).then(|| agent.system_message()).flatten();
     let controller = if spec.resume {
-        Controller::resume(&dir, stream.clone(), spec.agent, config)?
+        Controller::resume(&dir, stream.clone(), agent, config)?
     } else {
-        Controller::new(stream.clone(), spec.agent, config)
+        Controller::new(stream.clone(), agent, config)
     };
     let pending = controller.pending_action();
     let recalls = tokio::spawn(answer_recalls(

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use protocol::action::{CmdRunArgs, FileEditArgs, FileReadArgs, FileWriteArgs};
 use protocol::api::{
-    ConfigureRequest, KillAllResponse, ListFilesRequest, ServerInfo, UploadResponse,
+    ConfigureRequest, KillAllResponse, ListFilesRequest, McpStdioServer, ServerInfo,
+    UpdateMcpServerResponse, UploadResponse,
 };
 use protocol::{Action, ActionKind, Observation};
 use reqwest::header::{HeaderName, HeaderValue};
@@ -25,6 +26,9 @@ pub const ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const SERVER_INFO_TIMEOUT: Duration = Duration::from_secs(10);
 /// HTTP deadline of `POST /list_files` (the stock client's).
 pub const LIST_FILES_TIMEOUT: Duration = Duration::from_secs(10);
+/// HTTP deadline of `POST /update_mcp_server` (the stock client's: it waits for the servers to
+/// start).
+pub const UPDATE_MCP_SERVER_TIMEOUT: Duration = Duration::from_secs(60);
 /// HTTP deadline of `GET /download_files` (the stock client's).
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// HTTP deadline of `POST /upload_file` (the stock client's).
@@ -397,6 +401,30 @@ impl SandboxClient {
     pub async fn edit(&self, args: FileEditArgs) -> Result<Observation, ClientError> {
         self.execute(&with_default_timeout(ActionKind::Edit(args)))
             .await
+    }
+
+    /// `POST /update_mcp_server`: makes `servers` the stdio MCP servers the sandbox runs (it
+    /// starts new and changed ones, stops those no longer listed) and serves them at
+    /// `/mcp/proxy` and `/mcp/sse`. The answer's `router_error_log` says which did not start.
+    /// Deadline: [`UPDATE_MCP_SERVER_TIMEOUT`].
+    pub async fn update_mcp_servers(
+        &self,
+        servers: &[McpStdioServer],
+    ) -> Result<UpdateMcpServerResponse, ClientError> {
+        let request = self.build(
+            self.request(Method::POST, "update_mcp_server")?
+                .json(servers)
+                .timeout(UPDATE_MCP_SERVER_TIMEOUT),
+        )?;
+        let body = self.send(request, "/update_mcp_server").await?;
+        decode(body, "/update_mcp_server")
+    }
+
+    /// The HTTP client requests go through (it reaches a Unix socket sandbox too), for a
+    /// protocol this client does not speak: MCP at [`SandboxClient::base_url`]`/mcp/...`,
+    /// with the session key as `X-Session-API-Key`.
+    pub fn http_client(&self) -> &reqwest::Client {
+        &self.http
     }
 
     /// `POST /list_files`: names in a directory of the sandbox, directories first with a

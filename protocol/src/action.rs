@@ -146,10 +146,11 @@ impl ActionType {
     /// exactly the runnable ones (it answers any other with an error observation), and its
     /// controller waits for a runnable action's observation before the next step.
     ///
-    /// sandboxd executes every runnable type except `call_tool_mcp`: it has no MCP client, so
-    /// it refuses that type as it refuses a non-runnable one (HTTP 500, `'ActionExecutor'
-    /// object has no attribute 'call_tool_mcp'`), which agentd's runtime turns into an `error`
-    /// observation. The action is still runnable: it is sent, and it gets its one observation.
+    /// `call_tool_mcp` is runnable but never sent to a sandbox: the agent host calls the MCP
+    /// tool itself (stdio servers run in the sandbox, behind its MCP proxy) and answers with
+    /// an `mcp` observation. sandboxd refuses it in `/execute_action` as the reference does, as
+    /// it refuses a non-runnable type (HTTP 500, `'ActionExecutor' object has no attribute
+    /// 'call_tool_mcp'`).
     ///
     /// [`ActionKind::is_runnable`] is the same predicate on a decoded action; this one exists
     /// for a server that must decide before it decodes the arguments.
@@ -202,7 +203,7 @@ pub enum ActionKind {
 
 impl ActionKind {
     /// Whether this action is runnable: it goes to a sandbox, which answers it with one
-    /// observation. The set of runnable types, and the one of them sandboxd refuses
+    /// observation. The set of runnable types, and the one of them the host runs itself
     /// (`call_tool_mcp`), are documented on [`ActionType::is_runnable`], the single definition.
     pub const fn is_runnable(&self) -> bool {
         self.action_type().is_runnable()
@@ -627,8 +628,9 @@ pub struct CondensationArgs {
     pub summary_offset: Option<i64>,
 }
 
-/// `call_tool_mcp`: a call of an MCP tool.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `call_tool_mcp`: a call of an MCP tool. The agent host calls it (the sandbox never sees
+/// it), and answers with an `mcp` observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct McpArgs {
     /// Tool name.
@@ -637,6 +639,19 @@ pub struct McpArgs {
     pub arguments: serde_json::Map<String, serde_json::Value>,
     /// The agent's reasoning.
     pub thought: String,
+    /// Risk estimate.
+    pub security_risk: SecurityRisk,
+}
+
+impl Default for McpArgs {
+    fn default() -> Self {
+        McpArgs {
+            name: String::new(),
+            arguments: serde_json::Map::new(),
+            thought: String::new(),
+            security_risk: unknown_risk(),
+        }
+    }
 }
 
 /// `task_tracking`: the agent's task list.

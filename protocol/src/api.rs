@@ -131,3 +131,30 @@ pub struct ConfigureRequest {
     #[serde(default)]
     pub env: std::collections::BTreeMap<String, String>,
 }
+
+/// One stdio MCP server, as `POST /update_mcp_server` lists them (a JSON array of these,
+/// sorted by `name`; OpenHands posts the union of every server it has sent) and as an agent
+/// host's settings name them: the program the sandbox runs, speaking MCP on its stdin and
+/// stdout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpStdioServer {
+    /// Its name: letters, digits, `-` and `_`.
+    pub name: String,
+    /// The program: one executable, no spaces (its arguments go in `args`).
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment on top of the sandbox's.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// Body of a `200` answer to `POST /update_mcp_server`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdateMcpServerResponse {
+    /// `MCP server updated successfully`.
+    pub detail: String,
+    /// Why servers did not start (one paragraph each, with their stderr), `""` when all did.
+    pub router_error_log: String,
+}

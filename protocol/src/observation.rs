@@ -86,6 +86,9 @@ pub enum ObservationKind {
     /// A summary of forgotten events (OpenHands' `AgentCondensationObservation`): never in a
     /// stream, only in the view an agent builds from a `condensation` action's `summary`.
     Condense(EmptyExtras),
+    /// The answer to a `call_tool_mcp` action (OpenHands' `MCPObservation`); `content` is the
+    /// tool's result as JSON (docs/protocol.md §13).
+    Mcp(McpExtras),
 }
 
 impl ObservationKind {
@@ -105,6 +108,7 @@ impl ObservationKind {
             ObservationKind::UserRejected(_) => "user_rejected",
             ObservationKind::Recall(_) => "recall",
             ObservationKind::Condense(_) => "condense",
+            ObservationKind::Mcp(_) => "mcp",
         }
     }
 }
@@ -222,6 +226,16 @@ pub struct AgentStateChangedExtras {
     /// Why, when known.
     #[serde(default)]
     pub reason: String,
+}
+
+/// Extras of an `mcp` observation: the call it answers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpExtras {
+    /// The tool's name.
+    pub name: String,
+    /// The call's arguments.
+    pub arguments: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Extras of observations that carry none.

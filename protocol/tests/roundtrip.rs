@@ -68,7 +68,7 @@ fn run_observation_has_the_reference_shape() {
 #[test]
 fn events_are_told_apart_by_their_type_key() {
     use protocol::{AgentState, Event};
-    let action: Event = serde_json::from_str(
+    let action: protocol::Event = serde_json::from_str(
         r#"{"id": 3, "source": "agent", "action": "finish", "args": {"final_thought": "done"}}"#,
     )
     .unwrap();
@@ -83,7 +83,8 @@ fn events_are_told_apart_by_their_type_key() {
         (obs.cause(), obs.type_name()),
         (Some(3), "agent_state_changed")
     );
-    let back: Event = serde_json::from_str(&serde_json::to_string(&obs).unwrap()).unwrap();
+    let back: protocol::Event =
+        serde_json::from_str(&serde_json::to_string(&obs).unwrap()).unwrap();
     assert_eq!(back, obs);
     assert_eq!(
         AgentState::parse("awaiting_user_input"),
@@ -125,6 +126,34 @@ fn runnable_actions_are_the_sandbox_ones() {
     );
     assert!(ActionKind::Run(CmdRunArgs::new("ls")).is_runnable());
     assert!(!ActionKind::Think(ThinkArgs::default()).is_runnable());
+}
+
+#[test]
+fn mcp_actions_and_observations_have_the_reference_s_shape() {
+    let action: protocol::Event = serde_json::from_str(
+        r#"{"id": 5, "action": "call_tool_mcp", "args": {"name": "fetch", "arguments": {"url": "http://x"}}}"#,
+    )
+    .unwrap();
+    let protocol::Event::Action(action) = &action else {
+        panic!()
+    };
+    let ActionKind::Mcp(args) = &action.kind else {
+        panic!()
+    };
+    assert_eq!(args.security_risk, -1, "unknown unless said");
+    let json = serde_json::to_value(action).unwrap();
+    assert_eq!(
+        json["args"],
+        serde_json::json!({"name": "fetch", "arguments": {"url": "http://x"}, "thought": "", "security_risk": -1})
+    );
+    let observation: protocol::Event = serde_json::from_str(
+        r#"{"cause": 5, "observation": "mcp", "content": "{}", "extras": {"name": "fetch", "arguments": {"url": "http://x"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(observation.type_name(), "mcp");
+    let back: protocol::Event =
+        serde_json::from_value(serde_json::to_value(&observation).unwrap()).unwrap();
+    assert_eq!(back, observation);
 }
 
 /// `/start` and `/sessions/{sid}` share their sandbox's keys ([`RuntimeAccess`], flattened):

@@ -9,6 +9,8 @@
 //! - `truncate`: the middle cut of over-long observation text, with its limit and its notice.
 //!   sandboxd cuts command output with it; agentd cuts observations for the LLM with it and
 //!   recognises sandboxd's cut by the notice.
+//! - `pyrepr`: Python's `repr` of a string, which the reference's messages show (sandboxd's
+//!   editor errors, agentd's MCP action messages).
 //! - `random`: random hex from the OS (session keys, HMAC keys, markers, ids).
 //! - `procstat`: the fields of `/proc/PID/stat` we use (state, parent, process group, session,
 //!   terminal foreground group, CPU times, start time), read past the command name's last `)`.
@@ -21,18 +23,37 @@
 //!   commands).
 //! - `timeout`: the range of durations an action or a setting may ask for; agentd refuses a
 //!   model's timeout outside it before sandboxd would.
+//! - `tools`: the sandbox's tools as a model sees them (names, descriptions, schemas) and how a
+//!   call's arguments become an action: the CodeAct agent offers them to its LLM, sandboxd's
+//!   MCP server to any MCP host.
+//! - `mcp`: the checks of a stdio MCP server's settings (agentd's `[mcp]`, sandboxd's
+//!   `/update_mcp_server`) and the deadline of every MCP request, for agentd's MCP client and
+//!   sandboxd's MCP proxy.
+//! - `render`: the text a model reads of a command's, a cell's or an edit's observation, for
+//!   the same two.
 
 mod egress;
+mod mcp;
 pub mod modes;
 mod procstat;
+mod pyrepr;
 mod random;
+mod render;
 mod shell;
 mod timeout;
+mod tools;
 mod truncate;
 
 pub use egress::{DomainRule, DomainRuleError, normalize_host, split_port};
+pub use mcp::{MCP_REQUEST_TIMEOUT, McpServerError, check_stdio_server, mcp_timeout_message};
 pub use procstat::ProcStat;
+pub use pyrepr::py_repr_str;
 pub use random::{RandomError, random_hex};
+pub use render::{IPYTHON_IMAGE_LINE, render_edit, render_ipython, render_run};
 pub use shell::shell_quote;
 pub use timeout::{MAX_TIMEOUT_SECONDS, TimeoutError, timeout_duration};
+pub use tools::{
+    EXECUTE_BASH, EXECUTE_IPYTHON_CELL, STR_REPLACE_EDITOR, ToolAction, ToolArgs, ToolCallError,
+    ToolSpec, sandbox_tool_action, sandbox_tools,
+};
 pub use truncate::{MAX_OBSERVATION_CHARS, TRUNCATION_NOTICE, truncate_middle};

@@ -1,5 +1,6 @@
-//! The one component that owns sandbox state: the bash shell, the editor's history and the
-//! paths actions resolve against. It dispatches each decoded [`Action`] to its family.
+//! The one component that owns sandbox state: the bash shell, the editor's history, the
+//! stdio MCP servers and the paths actions resolve against. It dispatches each decoded
+//! [`Action`] to its family.
 //!
 //! Locking is per resource (docs/protocol.md §11): `run` actions queue on the bash shell only, file
 //! actions run on blocking threads and never wait behind a command, `is_static` commands get a
@@ -18,6 +19,7 @@ use crate::agent_procs;
 use crate::bash::{BashShell, ShellConfig, ShellError};
 use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
+use crate::mcp::{Launch, McpServers};
 use crate::observations;
 use crate::user::RunAs;
 
@@ -67,6 +69,8 @@ pub(crate) struct Executor {
     ipython: IPython,
     /// How kernels are started (kept to start them anew with a caller's environment).
     kernels: IPythonConfig,
+    /// The stdio MCP servers the sandbox runs for its host.
+    mcp: Arc<McpServers>,
 }
 
 impl Executor {
@@ -119,6 +123,7 @@ impl Executor {
             owner,
             ipython,
             kernels,
+            mcp: Arc::default(),
         })
     }
 
@@ -157,10 +162,39 @@ impl Executor {
         Ok(())
     }
 
+    /// Makes `servers` the sandbox's stdio MCP servers (see [`McpServers::update`]): they run
+    /// as the sandbox user, in its working directory, with its environment under their own.
+    pub(crate) async fn update_mcp_servers(
+        &self,
+        servers: Vec<protocol::api::McpStdioServer>,
+    ) -> Result<String, sandbox_common::McpServerError> {
+        let launch = Launch {
+            run_as: self.shells.run_as.clone(),
+            cwd: self.working_dir.clone(),
+            env: self
+                .shells
+                .env
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+        };
+        self.mcp.update(servers, launch).await
+    }
+
+    /// The stdio MCP servers, for the proxy.
+    pub(crate) fn mcp_servers(&self) -> Arc<McpServers> {
+        self.mcp.clone()
+    }
+
     /// Kills every process the agent started except the shells and the kernel (see
     /// [`agent_procs`]); returns how many.
     pub(crate) fn kill_all(&self) -> usize {
         agent_procs::kill_all(self.shells.agent_processes)
+    }
+
+    /// Where the full-output files of commands are.
+    pub(crate) fn output_dir(&self) -> &Path {
+        &self.shells.output_dir
     }
 
     /// The initial working directory.
@@ -185,8 +219,8 @@ impl Executor {
     }
 
     /// Executes one action and returns its observation, with `cause` and `tool_call_metadata`
-    /// taken from the action. Only runnable types other than `call_tool_mcp` may be passed
-    /// (see [`protocol::ActionType::is_runnable`]).
+    /// taken from the action. Only runnable types other than `call_tool_mcp` (which the host
+    /// runs) may be passed (see [`protocol::ActionType::is_runnable`]).
     pub(crate) async fn execute(&self, action: Action) -> Observation {
         let mut obs = if let Some(refusal) = refuse_timeout(&action) {
             refusal

@@ -17,6 +17,7 @@
 
 mod agent_procs;
 mod bash;
+mod child;
 mod config;
 mod configure;
 mod egress;
@@ -25,6 +26,7 @@ mod files;
 mod ipython;
 mod keeper;
 mod listen;
+mod mcp;
 mod observations;
 mod server;
 mod supervise;

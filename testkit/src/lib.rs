@@ -1,5 +1,6 @@
 //! Test helpers shared by the workspace's tests: [`Daemon`], a server process a test starts
-//! (see [`daemon`]), where agentd's tests find sandboxd and the base image ([`binaries`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
+//! (see [`daemon`]), where agentd's tests find sandboxd and the base image ([`binaries`]), real
+//! MCP peers on the official Python SDK ([`python_mcp`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
 //! HTTP server on `127.0.0.1:0` that speaks OpenAI's `POST /v1/chat/completions` (also
 //! `/chat/completions`), answers each request with the next scripted [`Reply`] (or asks a
 //! closure), and records every request so tests can assert on what the client sent.
@@ -31,11 +32,15 @@ pub mod connections;
 pub mod daemon;
 pub mod files;
 pub mod fuzz;
+pub mod python_mcp;
 
 pub use binaries::{base_image, sandboxd_binary};
 pub use connections::{assert_closed, hold_connections};
 pub use daemon::Daemon;
 pub use files::{read_json, sorted_paths};
+pub use python_mcp::{
+    McpClient, McpTransport, http_server, mcp_python, result_text, stdio_server, wheelhouse,
+};
 
 /// The start command line OpenHands' `RemoteRuntime` sends in a runtime API `/start` (docs/protocol.md
 /// §1.1, §9): the interpreter prefix, the server module, port 60000, `/workspace`, the

@@ -65,6 +65,13 @@ pub trait Agent: Send {
     fn system_message(&self) -> Option<Action> {
         None
     }
+
+    /// The tools of the run's MCP servers, offered once before the first step (and before
+    /// [`Agent::system_message`]). An agent that calls tools offers them to its model next to
+    /// its own, and turns a call of one into a `call_tool_mcp` action; the others ignore them.
+    fn offer_mcp_tools(&mut self, tools: Vec<crate::llm::Tool>) {
+        let _ = tools;
+    }
 }
 
 /// Why a step produced no action.

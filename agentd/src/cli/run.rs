@@ -9,7 +9,7 @@ use agentd::docker::{SandboxUser, choose_user};
 use agentd::{Agent, ReplayAgent};
 use agentd::{CodeActAgent, CodeActConfig};
 use agentd::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
-use agentd::{FileConfig, default_sessions_dir, new_session_id};
+use agentd::{FileConfig, RemoteEntry, default_sessions_dir, new_session_id};
 use agentd::{LogMask, RepoOrigin, Repository, Secret, SecretMask, WorkspaceSpec};
 use agentd::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
 use agentd::{RunSpec, run_session};
@@ -126,6 +126,18 @@ pub struct RunArgs {
     /// session reuses it).
     #[arg(long)]
     keep_sandbox: bool,
+    /// An MCP server the host reaches over HTTP with Server-Sent Events (repeatable; added to
+    /// `[mcp] sse_servers`).
+    #[arg(long = "mcp-sse", value_name = "URL")]
+    mcp_sse: Vec<String>,
+    /// An MCP server the host reaches over streamable HTTP (repeatable; added to `[mcp]
+    /// shttp_servers`).
+    #[arg(long = "mcp-shttp", value_name = "URL")]
+    mcp_shttp: Vec<String>,
+    /// A stdio MCP server the sandbox runs, `NAME=COMMAND [ARGS...]` in shell-like words
+    /// (repeatable; added to `[mcp] stdio_servers`).
+    #[arg(long = "mcp-stdio", value_name = "NAME=COMMAND ARGS")]
+    mcp_stdio: Vec<String>,
     /// The repository to work on: OWNER/NAME (on GitHub) or a git URL, cloned with git into the
     /// sandbox's working directory (a clone already there is kept); with --repo-dir, its name
     /// only. The token for an https URL comes from --git-token-env, else GITHUB_TOKEN,
@@ -220,6 +232,21 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         return usage("a new run needs --task, --task-file or a --replay trajectory with a task");
     }
 
+    let mut mcp = file.mcp.clone().unwrap_or_default();
+    mcp.sse_servers
+        .extend(args.mcp_sse.iter().cloned().map(RemoteEntry::Url));
+    mcp.shttp_servers
+        .extend(args.mcp_shttp.iter().cloned().map(RemoteEntry::Url));
+    let mcp = args
+        .mcp_stdio
+        .iter()
+        .try_for_each(|text| mcp.add_stdio(text))
+        .and_then(|()| mcp.settings());
+    let mcp = match mcp {
+        Ok(mcp) => mcp,
+        Err(e) => return usage(&e.to_string()),
+    };
+
     let mut runtime = RuntimeConfig {
         kind: args.runtime.or(file.runtime).unwrap_or_default(),
         workspace: args.workspace.or(file.workspace),
@@ -311,6 +338,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             .unwrap_or(DEFAULT_MAX_ITERATIONS),
         max_budget: args.max_budget.or(file.max_budget),
         stop_on_signals: true,
+        mcp,
         workspace,
     };
     let json = args.json;

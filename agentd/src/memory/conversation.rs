@@ -29,11 +29,13 @@ use std::collections::{HashMap, HashSet};
 use protocol::llm::{
     ChatResponse, Content, ContentPart, FunctionCall, ImageUrl, Message, Role, ToolCall,
 };
-use protocol::observation::{CmdOutputExtras, FileEditExtras, IPythonRunCellExtras, RecallExtras};
+use protocol::observation::{IPythonRunCellExtras, RecallExtras};
 use protocol::{
     Action, ActionKind, Event, EventSource, Observation, ObservationKind, ToolCallMetadata,
 };
-use sandbox_common::{MAX_OBSERVATION_CHARS, TRUNCATION_NOTICE, truncate_middle};
+use sandbox_common::{
+    MAX_OBSERVATION_CHARS, render_edit, render_ipython, render_run, truncate_middle,
+};
 
 use super::responses::DecodedResponses;
 use super::tokens;
@@ -43,10 +45,8 @@ use super::view::{View, is_user_message};
 /// their middle. The same limit as sandboxd's cut of command output.
 pub(crate) const DEFAULT_MAX_MESSAGE_CHARS: usize = MAX_OBSERVATION_CHARS;
 
-/// The line that replaces an inline image in IPython output (the image itself is sent apart,
-/// or not at all).
-pub(crate) const IPYTHON_IMAGE_LINE: &str =
-    "![image](data:image/png;base64, ...) already displayed to user";
+/// The line that stands for an MCP tool's image when the model has no vision.
+const MCP_IMAGE_LINE: &str = "[An image the tool returned; this model cannot see images]";
 
 /// Turns events into messages.
 #[derive(Debug, Clone)]
@@ -292,6 +292,7 @@ impl ConversationMemory {
                 vec![Part::Text(truncate_content(&text, max).into_owned())]
             }
             ObservationKind::RunIpython(extras) => self.ipython_parts(extras, content),
+            ObservationKind::Mcp(_) => self.mcp_parts(content),
             ObservationKind::Read(_) => vec![Part::Text(content.to_string())],
             ObservationKind::Edit(extras) => {
                 vec![Part::Text(
@@ -321,9 +322,28 @@ impl ConversationMemory {
     }
 
     fn ipython_parts(&self, extras: &IPythonRunCellExtras, content: &str) -> Vec<Part> {
-        let mut text =
-            truncate_content(&render_ipython(content), self.max_message_chars).into_owned();
+        let text = truncate_content(&render_ipython(content), self.max_message_chars).into_owned();
         let urls = extras.image_urls.as_deref().unwrap_or_default();
+        self.with_images(text, urls)
+    }
+
+    /// `mcp`: the result's text, not its JSON (the reference shows the model the JSON, images
+    /// in base64 included); its images as parts of their own when the model has vision, else
+    /// a line each.
+    fn mcp_parts(&self, content: &str) -> Vec<Part> {
+        let read = crate::mcp::read_content(content);
+        let mut text = truncate_content(&read.text, self.max_message_chars).into_owned();
+        if !self.vision {
+            for _ in &read.images {
+                text.push_str(&format!("\n{MCP_IMAGE_LINE}"));
+            }
+        }
+        self.with_images(text, &read.images)
+    }
+
+    /// `text` with the valid `urls` as image parts when the model has vision, and a note on
+    /// those that are not valid.
+    fn with_images(&self, mut text: String, urls: &[String]) -> Vec<Part> {
         if !self.vision || urls.is_empty() {
             return vec![Part::Text(text)];
         }
@@ -353,70 +373,6 @@ impl ConversationMemory {
             .map(|c| content_text(&c))
             .unwrap_or_default()
     }
-}
-
-/// `run`: prefix, output, suffix, then the working directory, the Python interpreter and the
-/// exit code (once the command has finished), each on its own line when known.
-pub(crate) fn render_run(extras: &CmdOutputExtras, content: &str) -> String {
-    let meta = &extras.metadata;
-    let mut text = format!("{}{content}{}", meta.prefix, meta.suffix);
-    if let Some(dir) = meta.working_dir.as_deref().filter(|d| !d.is_empty()) {
-        text.push_str(&format!("\n[Current working directory: {dir}]"));
-    }
-    if let Some(python) = meta
-        .py_interpreter_path
-        .as_deref()
-        .filter(|p| !p.is_empty())
-    {
-        text.push_str(&format!("\n[Python interpreter: {python}]"));
-    }
-    if meta.exit_code != -1 {
-        text.push_str(&format!(
-            "\n[Command finished with exit code {}]",
-            meta.exit_code
-        ));
-    }
-    // sandboxd keeps every command's whole output; when the observation shows only part of
-    // it, say where the rest is.
-    let cut = content.contains(OUTPUT_CUT) || meta.prefix.contains(SCROLLED_AWAY);
-    if let Some(path) = extras.full_output_path.as_deref().filter(|_| cut) {
-        text.push_str(&format!("\n[The whole output is in the file {path}]"));
-    }
-    text
-}
-
-/// What sandboxd puts where it cut the middle of a long output (the notice without its line
-/// breaks).
-const OUTPUT_CUT: &str = TRUNCATION_NOTICE.trim_ascii();
-/// What sandboxd's prefix says when older lines of the output scrolled away.
-const SCROLLED_AWAY: &str = "truncated";
-
-/// `run_ipython`: the cell's output with every inline base64 image line replaced by
-/// [`IPYTHON_IMAGE_LINE`] (the images go as parts of their own, when the model has vision).
-pub(crate) fn render_ipython(content: &str) -> String {
-    content
-        .split('\n')
-        .map(|line| {
-            if line.contains("![image](data:image/png;base64,") {
-                IPYTHON_IMAGE_LINE
-            } else {
-                line
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// `edit`: the `oh_aci` editor's own text (its result, with a snippet of the edited file); for
-/// another editor, the note that a new file was created, or the content.
-pub(crate) fn render_edit(extras: &FileEditExtras, content: &str) -> String {
-    if extras.impl_source == "oh_aci" || extras.prev_exist {
-        return content.to_string();
-    }
-    format!(
-        "[New file {} is created with the provided content.]\n",
-        extras.path
-    )
 }
 
 /// `error`: the (truncated) text and the reference's closing line.
@@ -590,7 +546,7 @@ fn render_microagents(agents: &[Microagent<'_>]) -> String {
 }
 
 /// Cuts the middle out of `content` when it is longer than `max_chars` characters (none: no
-/// limit), keeping half of the limit at each end around [`TRUNCATION_NOTICE`].
+/// limit), keeping half of the limit at each end around [`sandbox_common::TRUNCATION_NOTICE`].
 pub(crate) fn truncate_content(content: &str, max_chars: Option<usize>) -> Cow<'_, str> {
     match max_chars {
         Some(max) => truncate_middle(content, max),

@@ -11,6 +11,10 @@
 //! metadata it is sent, for other clients of the wire protocol; agentd sends it none, so a
 //! request does not grow with the model's response.)
 //!
+//! `call_tool_mcp` is runnable too, but never sent: the runtime calls the MCP tool itself
+//! through its [`McpHub`] (stdio servers run in the sandbox, behind its MCP proxy), and its
+//! `mcp` observation is stamped here like every other.
+//!
 //! A sandbox's death is a value on a watch channel: the local waiter thread or the container
 //! watcher puts it there the moment sandboxd exits, and every pending [`Runtime::execute`]
 //! selects on it, so a dead sandbox answers at once instead of at the HTTP deadline.
@@ -27,6 +31,10 @@ use super::container::ContainerBackend;
 use super::death::SandboxDeath;
 use super::local::LocalSandbox;
 use super::{RuntimeConfig, RuntimeError, RuntimeKind, error_id, local, remote};
+use crate::mcp::{Endpoint, McpFailure, McpHub, McpSettings, McpTransport};
+
+/// What messages call the sandbox's stdio MCP servers, behind its proxy.
+const SANDBOX_MCP: &str = "the sandbox's stdio MCP servers";
 
 /// How long a failed request waits for the death notice before calling the sandbox merely
 /// unreachable (the connection usually breaks a moment before the exit is seen).
@@ -43,6 +51,10 @@ pub struct Runtime {
     death: watch::Sender<Option<SandboxDeath>>,
     /// Seconds given to actions without a timeout.
     default_timeout: Option<f64>,
+    /// sandboxd's session key, for its MCP proxy.
+    key: Option<String>,
+    /// The MCP servers `call_tool_mcp` actions call (none until [`Runtime::connect_mcp`]).
+    mcp: McpHub,
 }
 
 /// What the runtime started, and owns.
@@ -86,7 +98,7 @@ impl Runtime {
                 }
             },
         };
-        let client = match SandboxClient::new(&url, key) {
+        let client = match SandboxClient::new(&url, key.clone()) {
             Ok(client) => client,
             Err(e) => {
                 if let Err(close) = close_backend(backend).await {
@@ -102,6 +114,8 @@ impl Runtime {
             backend,
             death,
             default_timeout: config.default_action_timeout.map(|t| t.as_secs_f64()),
+            key,
+            mcp: McpHub::default(),
         };
         if let Err(e) = runtime.wait_ready(config.startup_timeout).await {
             if let Err(close) = runtime.close().await {
@@ -222,6 +236,89 @@ impl Runtime {
         }
     }
 
+    /// Connects to the MCP servers of `settings`: the stdio ones are posted to the sandbox's
+    /// `/update_mcp_server` (sorted by name, as the reference posts them) and reached through
+    /// its MCP proxy; the SSE and streamable-HTTP ones directly. Returns the servers left out
+    /// (they did not start, did not answer in time, or could not list their tools); the run
+    /// goes on without them. Their tools are [`Runtime::mcp_tools`]; `call_tool_mcp` actions
+    /// call them.
+    pub async fn connect_mcp(&mut self, settings: &McpSettings) -> Vec<McpFailure> {
+        let mut failures = Vec::new();
+        let host = reqwest::Client::builder()
+            .connect_timeout(client::CONNECT_TIMEOUT)
+            .build()
+            .unwrap_or_default();
+        let mut endpoints = Endpoint::remote(settings, &host);
+        if !settings.stdio_servers.is_empty() {
+            match self.sandbox_mcp(settings).await {
+                Ok((endpoint, errors)) => {
+                    endpoints.push(endpoint);
+                    failures.extend(errors);
+                }
+                Err(reason) => failures.push(McpFailure {
+                    server: SANDBOX_MCP.to_owned(),
+                    reason,
+                }),
+            }
+        }
+        let (hub, more) = McpHub::connect(endpoints).await;
+        failures.extend(more);
+        self.mcp = hub;
+        failures
+    }
+
+    /// Posts the stdio servers to the sandbox: its proxy's endpoint, and the servers that did
+    /// not start (their paragraphs of `router_error_log`).
+    async fn sandbox_mcp(
+        &self,
+        settings: &McpSettings,
+    ) -> Result<(Endpoint, Vec<McpFailure>), String> {
+        let mut servers = settings.stdio_servers.clone();
+        servers.sort_by(|a, b| a.name.cmp(&b.name));
+        let answer = self
+            .client
+            .update_mcp_servers(&servers)
+            .await
+            .map_err(|e| format!("the sandbox did not take them: {e}"))?;
+        let errors = answer
+            .router_error_log
+            .split("\n\n")
+            .filter(|paragraph| !paragraph.trim().is_empty())
+            .map(|paragraph| McpFailure {
+                server: SANDBOX_MCP.to_owned(),
+                reason: paragraph.to_owned(),
+            })
+            .collect();
+        let url = self
+            .client
+            .base_url()
+            .join("mcp/proxy")
+            .map_err(|e| format!("no proxy URL: {e}"))?;
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(key) = &self.key
+            && let Ok(mut value) = reqwest::header::HeaderValue::from_str(key)
+        {
+            value.set_sensitive(true);
+            headers.insert("x-session-api-key", value);
+        }
+        let endpoint = Endpoint {
+            label: SANDBOX_MCP.to_owned(),
+            url: url.to_string(),
+            transport: McpTransport::StreamableHttp,
+            http: self.client.http_client().clone(),
+            headers,
+            // Longer than the proxy's own deadline, so that its answer (which names the
+            // server and what it printed) arrives first.
+            call_timeout: sandbox_common::MCP_REQUEST_TIMEOUT + Duration::from_secs(5),
+        };
+        Ok((endpoint, errors))
+    }
+
+    /// The tools of the MCP servers [`Runtime::connect_mcp`] connected to.
+    pub fn mcp_tools(&self) -> Vec<protocol::llm::Tool> {
+        self.mcp.tools()
+    }
+
     /// Runs `action` in the sandbox. Never fails: a non-runnable action, a sandbox that
     /// refuses, times out, cannot be reached or died (before or during the action) each give an
     /// `error` observation saying so (its `error_id` is one of [`error_id`]). The observation's
@@ -266,6 +363,14 @@ impl Runtime {
         }
         if let Some(death) = self.death() {
             return died(&death);
+        }
+        // The host calls MCP tools itself (stdio servers through the sandbox's proxy).
+        if let ActionKind::Mcp(args) = &action.kind {
+            return tokio::select! {
+                biased;
+                death = self.died() => died(&death),
+                observation = self.mcp.call(args) => observation,
+            };
         }
         let request = request(action, self.default_timeout);
         let result = tokio::select! {

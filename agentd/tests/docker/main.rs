@@ -12,4 +12,5 @@ mod common;
 mod image;
 mod isolation;
 mod lifecycle;
+mod mcp;
 mod sandbox;

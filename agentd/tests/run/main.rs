@@ -126,6 +126,16 @@ fn assert_consistent(events: &[Event]) {
     }
 }
 
+/// The events of a resumed run that exited with `out`: its history, `before`, kept as it was,
+/// and every runnable action answered once.
+fn resumed(out: &std::process::Output, sessions: &Path, before: &[Event]) -> Vec<Event> {
+    assert_exited_0(out);
+    let (_, events) = session_events(sessions);
+    assert_eq!(&events[..before.len()], before, "history was rewritten");
+    assert_consistent(&events);
+    events
+}
+
 const TASK_ACTIONS: &str = r#"[
   {"action": "run", "args": {"command": "echo hello > greeting.txt && cat greeting.txt"}},
   {"action": "run_ipython", "args": {"code": "print(open('greeting.txt').read().upper())"}},
@@ -339,14 +349,7 @@ fn a_run_killed_with_sigkill_resumes_with_nothing_lost_or_repeated() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert_exited_0(&out);
-    let (_, events) = session_events(&sessions);
-    assert_eq!(
-        &events[..before.len()],
-        &before[..],
-        "history was rewritten"
-    );
-    assert_consistent(&events);
+    let events = resumed(&out, &sessions, &before);
     let runs: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
@@ -493,4 +496,90 @@ fn a_command_line_that_cannot_work_exits_with_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no session nope to resume"));
+}
+
+/// The pids of processes whose command line holds `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let running = ProcStat::read(pid).is_some_and(|stat| !stat.is_zombie());
+            (running && String::from_utf8_lossy(&cmdline).contains(needle)).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_of_mcp_calls_killed_with_sigkill_resumes_with_one_observation_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let steps: u32 = 8;
+    let actions: Vec<Value> = (0..steps)
+        .map(|i| json!({"action": "call_tool_mcp", "args": {"name": "slow", "arguments": {"seconds": 0.2 + f64::from(i) / 1000.0}}}))
+        .collect();
+    let script = script(dir.path(), &Value::Array(actions));
+    // A server name no other test uses: its processes are found by it.
+    let server = testkit::stdio_server("resumed-after-kill");
+    let stdio = format!(
+        "{}={} {} {}",
+        server.name, server.command, server.args[0], server.args[1]
+    );
+    let run = |extra: &[&str]| {
+        let mut command = agentd(&sessions);
+        command
+            .args(["run", "--json", "--mcp-stdio", &stdio])
+            .args(extra)
+            .arg("--script")
+            .arg(&script)
+            .arg("--workspace")
+            .arg(dir.path());
+        command
+    };
+    let mut child = spawn_until(
+        run(&["--task", "slow calls", "--session", "mcp-killed"]),
+        2 + 2 * 3 + 1,
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let (_, before) = session_events(&sessions);
+    assert!(
+        before.len() < 2 + 2 * steps as usize + 2,
+        "the run was not interrupted"
+    );
+
+    let out = run(&["--resume", "mcp-killed"]).output().unwrap();
+    let events = resumed(&out, &sessions, &before);
+    let calls: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Action(a) => match &a.kind {
+                protocol::ActionKind::Mcp(m) => Some(m.arguments["seconds"].to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls.len(),
+        steps as usize,
+        "each scripted call exactly once: {calls:?}"
+    );
+    let answers = events
+        .iter()
+        .filter(|e| matches!(e, Event::Observation(o) if matches!(o.kind, protocol::ObservationKind::Mcp(_)) && o.content.contains("done")))
+        .count();
+    assert_eq!(answers, steps as usize);
+    // Both sandboxes' servers are gone: killed with their sandboxd.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_with("resumed-after-kill").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "MCP servers outlived their sandbox: {:?}",
+            processes_with("resumed-after-kill")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

@@ -26,6 +26,11 @@ struct Sandboxd {
 
 impl Sandboxd {
     fn start() -> Sandboxd {
+        Self::start_with(&[])
+    }
+
+    /// One with `extra` arguments (`--unix-socket PATH`).
+    fn start_with(extra: &[&str]) -> Sandboxd {
         let workspace = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(local_sandboxd());
         cmd.arg("0")
@@ -37,6 +42,7 @@ impl Sandboxd {
                 "--no-login-shell",
                 "--no-enable-browser",
             ])
+            .args(extra)
             .env("SESSION_API_KEY", KEY)
             .env_remove("SANDBOXD_UNIX_SOCKET")
             .stderr(Stdio::null());
@@ -252,6 +258,7 @@ async fn tool_call_metadata_is_not_sent_to_sandboxd_but_is_on_the_observation() 
         max_iterations: 10,
         max_budget: None,
         stop_on_signals: false,
+        mcp: Default::default(),
         workspace: Default::default(),
     };
     let outcome = run_session(spec, |_| {}).await.unwrap();
@@ -294,4 +301,52 @@ async fn tool_call_metadata_is_not_sent_to_sandboxd_but_is_on_the_observation() 
     );
     assert_eq!(observation.content.trim(), "hi");
     assert_eq!(observation.tool_call_metadata, Some(metadata(1)));
+}
+
+/// The stdio MCP servers of a sandbox reached over a Unix socket (a Docker sandbox without
+/// network is): agentd posts them and calls them through the proxy on the same socket.
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_stdio_servers_of_a_sandbox_on_a_unix_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sandbox.sock");
+    let sandboxd = Sandboxd::start_with(&["--unix-socket", socket.to_str().unwrap()]);
+    assert!(
+        sandboxd.daemon.url().starts_with("unix:"),
+        "{}",
+        sandboxd.daemon.url()
+    );
+    let mut runtime = Runtime::start(&sandboxd.config(Some(KEY))).await.unwrap();
+    let settings = agentd::McpSettings {
+        stdio_servers: vec![testkit::stdio_server("sock")],
+        ..agentd::McpSettings::default()
+    };
+    assert_eq!(runtime.connect_mcp(&settings).await, []);
+    let names: Vec<String> = runtime
+        .mcp_tools()
+        .into_iter()
+        .map(|t| t.function.name)
+        .collect();
+    assert!(names.contains(&"echo".to_owned()), "{names:?}");
+    let mut call = protocol::Action::from(protocol::ActionKind::Mcp(protocol::action::McpArgs {
+        name: "echo".into(),
+        arguments: serde_json::json!({"text": "over the socket"})
+            .as_object()
+            .unwrap()
+            .clone(),
+        ..Default::default()
+    }));
+    call.id = Some(7);
+    call.tool_call_metadata = Some(metadata(7));
+    let observation = runtime.execute(&call).await;
+    assert!(
+        matches!(observation.kind, ObservationKind::Mcp(_)),
+        "{observation:?}"
+    );
+    assert!(
+        observation.content.contains("sock says over the socket"),
+        "{}",
+        observation.content
+    );
+    assert_eq!(observation.cause, Some(7));
+    assert_eq!(observation.tool_call_metadata, Some(metadata(7)));
 }

@@ -4,11 +4,8 @@
 //! interrupts, and killing and reaping the whole process group.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jupyter_protocol::{ConnectionInfo, ExecuteRequest, JupyterMessage, KernelInfoRequest};
@@ -20,15 +17,15 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use sandbox_common::{RandomError, random_hex};
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::KernelError;
 use super::cell::CellOutput;
 use super::wire::{self, Incoming};
-use crate::user::{RunAs, wrap_command};
+use crate::child::{self, ChildSpec, Group};
+use crate::user::RunAs;
 
 /// How long to wait for the other half of a finished request (`execute_reply` on the shell
 /// socket, `status: idle` on IOPub) once one of them arrived.
@@ -38,8 +35,6 @@ const PORT_POLL: Duration = Duration::from_millis(5);
 const KERNEL_INFO_RETRY: Duration = Duration::from_millis(100);
 /// Bound on a send to the kernel's shell socket (it queues; this only guards a wedged socket).
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
-/// Stderr kept for start-up error messages.
-const STDERR_TAIL: usize = 4096;
 
 /// How to start a kernel.
 #[derive(Debug, Clone, Copy)]
@@ -86,28 +81,6 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
-/// The kernel's process group, SIGKILLed on drop unless the kernel has already exited (the
-/// waiter task then swept the group itself).
-#[derive(Debug)]
-struct Group {
-    pid: i32,
-    exit: watch::Receiver<Option<String>>,
-}
-
-impl Group {
-    fn kill(&self) {
-        if self.exit.borrow().is_none() {
-            let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 impl Kernel {
     /// Starts a kernel and waits until it answers on both the shell and the IOPub sockets,
     /// at most until `deadline`.
@@ -149,70 +122,35 @@ impl Kernel {
             .map_err(|e| KernelError::Setup(format!("cannot write {}: {e}", file.display())))?;
 
         let file_arg = file.to_string_lossy().into_owned();
-        let args = [
-            "-m",
-            "ipykernel_launcher",
-            "-f",
-            file_arg.as_str(),
-            // No history database: cells are not stored (`store_history: false`), and parallel
-            // kernels would contend for its lock.
-            "--HistoryManager.enabled=False",
-        ];
-        let argv: Vec<OsString> = match spec.run_as {
-            Some(user) => wrap_command(user, spec.python, &args),
-            None => std::iter::once(OsString::from(spec.python))
-                .chain(args.iter().map(OsString::from))
-                .collect(),
+        // ipykernel exits when it is re-parented (sandboxd died without killing it).
+        let mut env = spec.env.clone();
+        env.insert("JPY_PARENT_PID".to_owned(), std::process::id().to_string());
+        let child = ChildSpec {
+            program: spec.python,
+            args: &[
+                "-m",
+                "ipykernel_launcher",
+                "-f",
+                file_arg.as_str(),
+                // No history database: cells are not stored (`store_history: false`), and
+                // parallel kernels would contend for its lock.
+                "--HistoryManager.enabled=False",
+            ],
+            run_as: spec.run_as,
+            cwd: spec.cwd,
+            env: &env,
+            piped: false,
+            what: "kernel",
         };
-        let mut cmd = tokio::process::Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .current_dir(spec.cwd)
-            // ipykernel exits when it is re-parented (sandboxd died without killing it).
-            .env_remove("SANDBOXD_CONFIGURE_KEY")
-            .envs(spec.env)
-            .env("JPY_PARENT_PID", std::process::id().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some(user) = spec.run_as {
-            cmd.env("HOME", &user.home)
-                .env("USER", &user.name)
-                .env("LOGNAME", &user.name);
-        }
         drop(listeners);
-        let mut child = cmd.spawn().map_err(|e| KernelError::NoPython {
+        let child = child::spawn(&child).map_err(|e| KernelError::NoPython {
             python: spec.python.to_owned(),
             reason: e.to_string(),
         })?;
-        let pid = child
-            .id()
-            .and_then(|p| i32::try_from(p).ok())
-            .ok_or_else(|| KernelError::Setup("the kernel has no pid".into()))?;
-        tracing::debug!(pid, python = spec.python, "kernel process started");
-
-        let stderr_tail = Arc::new(Mutex::new(Vec::<u8>::new()));
-        let stderr_done = child
-            .stderr
-            .take()
-            .map(|stderr| spawn_stderr_reader(stderr, pid, stderr_tail.clone()));
-        let (exit_tx, exit) = watch::channel(None);
-        tokio::spawn(async move {
-            let text = match child.wait().await {
-                Ok(status) => describe_exit(status),
-                Err(e) => format!("lost track of it: {e}"),
-            };
-            // Whatever the kernel left behind in its group goes with it.
-            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-            tracing::debug!(pid, status = %text, "kernel process exited");
-            let _ = exit_tx.send(Some(text));
-        });
-        let mut group = Group { pid, exit };
+        let mut group = child.group;
         let failure = Failure {
             python: spec.python,
-            stderr_done,
-            stderr_tail: &stderr_tail,
+            stderr: child.stderr,
         };
 
         let (shell, shell_rx, iopub_rx, readers) =
@@ -258,7 +196,7 @@ impl Kernel {
                     msg = self.shell_rx.recv() => if msg.is_none() {
                         return Err(KernelError::Lost("shell socket closed".into()));
                     },
-                    status = wait_exit(&mut self.group.exit) => return Err(KernelError::Exited {
+                    status = self.group.exited() => return Err(KernelError::Exited {
                         status,
                         stderr: String::new(),
                     }),
@@ -296,7 +234,7 @@ impl Kernel {
     async fn send(&mut self, message: JupyterMessage) -> Result<(), KernelError> {
         tokio::select! {
             result = self.shell.send(message) => Ok(result?),
-            status = wait_exit(&mut self.group.exit) => {
+            status = self.group.exited() => {
                 Err(KernelError::Lost(format!("the kernel exited ({status})")))
             }
             () = tokio::time::sleep(SEND_TIMEOUT) => {
@@ -326,7 +264,7 @@ impl Kernel {
 
     /// How the kernel process exited, if it has.
     pub(crate) fn exit_status(&self) -> Option<String> {
-        self.group.exit.borrow().clone()
+        self.group.exit_status()
     }
 
     /// Collects the outputs of request `id` into `out` until it finishes, the kernel dies or
@@ -379,7 +317,7 @@ impl Kernel {
                     Some(_) => {}
                     None => return self.broken("shell").await,
                 },
-                status = wait_exit(&mut self.group.exit) => return Finish::Died(status),
+                status = self.group.exited() => return Finish::Died(status),
                 () = sleep_until(deadline) => return Finish::TimedOut,
                 () = sleep_until(grace) => {
                     tracing::warn!(idle, replied = out.reply.is_some(), "kernel request ended without both its reply and idle status");
@@ -392,7 +330,7 @@ impl Kernel {
     /// A socket closed: the kernel normally exited (the socket noticed first); else the
     /// connection itself broke.
     async fn broken(&mut self, socket: &str) -> Finish {
-        match tokio::time::timeout(Duration::from_secs(1), wait_exit(&mut self.group.exit)).await {
+        match tokio::time::timeout(Duration::from_secs(1), self.group.exited()).await {
             Ok(status) => Finish::Died(status),
             Err(_) => Finish::Died(format!("its {socket} connection broke")),
         }
@@ -413,13 +351,13 @@ impl Kernel {
 
     /// Resolves when the kernel process has exited, with a description of how.
     pub(crate) async fn exited(&mut self) -> String {
-        wait_exit(&mut self.group.exit).await
+        self.group.exited().await
     }
 
     /// Kills the kernel's process group and waits (bounded) until it has been reaped.
     pub(crate) async fn kill(mut self) {
         self.group.kill();
-        if tokio::time::timeout(Duration::from_secs(5), wait_exit(&mut self.group.exit))
+        if tokio::time::timeout(Duration::from_secs(5), self.group.exited())
             .await
             .is_err()
         {
@@ -454,7 +392,7 @@ async fn connect(
 ) -> Result<Connected, KernelError> {
     for port in [info.shell_port, info.iopub_port] {
         loop {
-            if let Some(status) = group.exit.borrow().clone() {
+            if let Some(status) = group.exit_status() {
                 return Err(KernelError::Exited {
                     status,
                     stderr: String::new(),
@@ -495,27 +433,15 @@ async fn connect(
 /// What explains a failed start: the interpreter asked for and the kernel's stderr.
 struct Failure<'a> {
     python: &'a str,
-    stderr_done: Option<JoinHandle<()>>,
-    stderr_tail: &'a Mutex<Vec<u8>>,
+    stderr: child::Stderr,
 }
 
 impl Failure<'_> {
     /// Kills the kernel's group and turns `error` into the error to report, using what the
     /// kernel printed on stderr.
-    async fn explain(self, error: KernelError, group: &mut Group) -> KernelError {
-        group.kill();
-        let status = tokio::time::timeout(Duration::from_secs(5), wait_exit(&mut group.exit))
-            .await
-            .unwrap_or_default();
-        if let Some(done) = self.stderr_done {
-            // Grandchildren may hold the pipe open; the kernel's own output is there by now.
-            let _ = tokio::time::timeout(Duration::from_secs(1), done).await;
-        }
-        let stderr = self
-            .stderr_tail
-            .lock()
-            .map(|t| String::from_utf8_lossy(&t).trim().to_owned())
-            .unwrap_or_default();
+    async fn explain(mut self, error: KernelError, group: &mut Group) -> KernelError {
+        let status = group.kill_and_reap(Duration::from_secs(5)).await;
+        let stderr = self.stderr.finished().await;
         let python = self.python.to_owned();
         match error {
             KernelError::Exited { .. } if stderr.contains("No module named") => {
@@ -539,65 +465,11 @@ impl Failure<'_> {
     }
 }
 
-async fn wait_exit(exit: &mut watch::Receiver<Option<String>>) -> String {
-    let status = exit
-        .wait_for(Option::is_some)
-        .await
-        .map(|status| status.clone().unwrap_or_default());
-    match status {
-        Ok(status) => status,
-        // The waiter is gone (runtime shutting down): nothing will ever be reported.
-        Err(_) => std::future::pending().await,
-    }
-}
-
 async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
-}
-
-fn describe_exit(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit code {code}"),
-        (None, Some(signal)) => match Signal::try_from(signal) {
-            Ok(Signal::SIGKILL) => "killed by SIGKILL, possibly out of memory".to_owned(),
-            Ok(s) => format!("killed by {s}"),
-            Err(_) => format!("killed by signal {signal}"),
-        },
-        (None, None) => "stopped".to_owned(),
-    }
-}
-
-/// Logs the kernel's stderr (ipykernel's own messages) and keeps its last bytes.
-fn spawn_stderr_reader(
-    mut stderr: tokio::process::ChildStderr,
-    pid: i32,
-    tail: Arc<Mutex<Vec<u8>>>,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 8192];
-        loop {
-            match stderr.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    let chunk = &buf[..n];
-                    tracing::debug!(
-                        pid,
-                        "kernel stderr: {}",
-                        String::from_utf8_lossy(chunk).trim_end()
-                    );
-                    if let Ok(mut t) = tail.lock() {
-                        t.extend_from_slice(chunk);
-                        let excess = t.len().saturating_sub(STDERR_TAIL);
-                        t.drain(..excess);
-                    }
-                }
-            }
-        }
-    })
 }
 
 /// A fresh 0700 directory for the connection file, owned by the kernel's user (ipykernel

@@ -189,6 +189,10 @@ async fn openapi_document_lists_every_endpoint() {
         "/list_files",
         "/vscode/connection_token",
         "/update_mcp_server",
+        "/mcp",
+        "/mcp/proxy",
+        "/mcp/sse",
+        "/mcp/messages/",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} missing");
     }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-const PYTHON: &str = "/usr/bin/python3";
+pub(crate) const PYTHON: &str = "/usr/bin/python3";
 const NO_OUTPUT: &str = "[Code executed successfully with no output]";
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 

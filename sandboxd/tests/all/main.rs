@@ -13,5 +13,6 @@ mod hostile;
 mod http;
 mod ipython;
 mod lifecycle;
+mod mcp;
 mod transfer;
 mod unix_socket;

@@ -4,28 +4,33 @@
 //! becomes the thought of the first action. An answer without tool calls is a message to the
 //! user that waits for a reply.
 //!
+//! A call of one of the run's MCP tools becomes a `call_tool_mcp` action (its arguments as
+//! they are: the MCP server checks them), with the reference's `message`.
+//!
 //! A call the sandbox cannot run — an unknown tool, arguments that are not a JSON object, a
 //! missing or mistyped argument — is an [`AgentError::Malformed`] whose text tells the model
 //! what to fix; the controller shows it to the model as an `error` observation.
 
-use protocol::action::{
-    CmdRunArgs, FileEditArgs, FileReadArgs, FileReadSource, FinishArgs, IPythonRunCellArgs,
-    MessageArgs, ThinkArgs,
-};
+use std::collections::HashSet;
+
+use protocol::action::{FinishArgs, McpArgs, MessageArgs, ThinkArgs};
 use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
-use serde_json::{Map, Value};
+use sandbox_common::{ToolAction, ToolArgs, ToolCallError, sandbox_tool_action};
+use serde_json::Value;
 
-use super::tools::{EXECUTE_BASH, EXECUTE_IPYTHON_CELL, FINISH, STR_REPLACE_EDITOR, THINK};
+use super::tools::{FINISH, THINK};
 use crate::agent::AgentError;
 
 /// The actions of one model answer, in the order of its tool calls. `model_response` is the
 /// response as recorded in each action's metadata; `metrics` (the LLM's figures after the
-/// call) goes on the first action only, so a budget counts each call once.
+/// call) goes on the first action only, so a budget counts each call once. `mcp_tools` are
+/// the names of the MCP tools the model was offered.
 pub(crate) fn response_to_actions(
     message: &Message,
     model_response: &Value,
     metrics: Option<Value>,
+    mcp_tools: &HashSet<String>,
 ) -> Result<Vec<Action>, AgentError> {
     let thought = thought(message);
     let calls = message.tool_calls.as_deref().unwrap_or_default();
@@ -39,7 +44,7 @@ pub(crate) fn response_to_actions(
     } else {
         let total = u32::try_from(calls.len()).unwrap_or(u32::MAX);
         for (i, call) in calls.iter().enumerate() {
-            let mut action = call_to_action(call)?;
+            let mut action = call_to_action(call, mcp_tools)?;
             if i == 0 && !thought.is_empty() {
                 set_thought(&mut action.kind, &thought);
             }
@@ -75,6 +80,7 @@ fn set_thought(kind: &mut ActionKind, thought: &str) {
         ActionKind::Read(a) => &mut a.thought,
         ActionKind::Edit(a) => &mut a.thought,
         ActionKind::Finish(a) => &mut a.thought,
+        ActionKind::Mcp(a) => &mut a.thought,
         // `think` already is a thought: the text before it goes in front.
         ActionKind::Think(a) => {
             a.thought = format!("{thought}\n{}", a.thought);
@@ -86,43 +92,34 @@ fn set_thought(kind: &mut ActionKind, thought: &str) {
 }
 
 /// One tool call as an action.
-fn call_to_action(call: &ToolCall) -> Result<Action, AgentError> {
+fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action, AgentError> {
     let name = call.function.name.as_str();
-    let args = Args::parse(name, &call.function.arguments)?;
-    let mut timeout = None;
+    let args = ToolArgs::parse(name, &call.function.arguments).map_err(malformed)?;
+    if mcp_tools.contains(name) {
+        let arguments = args.into_map();
+        let mut action = Action::from(ActionKind::Mcp(McpArgs {
+            name: name.to_owned(),
+            arguments: arguments.clone(),
+            ..McpArgs::default()
+        }));
+        action.message = Some(crate::mcp::action_message(name, &arguments));
+        return Ok(action);
+    }
+    if let Some(action) = sandbox_tool_action(name, &args) {
+        let ToolAction { kind, timeout } = action.map_err(malformed)?;
+        let mut action = Action::from(kind);
+        action.timeout = timeout;
+        return Ok(action);
+    }
     let kind = match name {
-        EXECUTE_BASH => {
-            let mut run = CmdRunArgs::new(args.required_str("command")?);
-            run.is_input = args.flag("is_input")?;
-            if let Some(seconds) = args.number("timeout")? {
-                if seconds <= 0.0 {
-                    return Err(args.invalid("timeout", "must be a positive number of seconds"));
-                }
-                // What the sandbox would refuse (issue 14.1), the model hears here as a call
-                // to fix.
-                if let Err(e) = sandbox_common::timeout_duration(seconds) {
-                    return Err(args.invalid("timeout", &e.to_string()));
-                }
-                // A hard timeout: the command runs that long even when it prints nothing.
-                timeout = Some(seconds);
-                run.blocking = true;
-            }
-            ActionKind::Run(run)
-        }
-        EXECUTE_IPYTHON_CELL => ActionKind::RunIpython(IPythonRunCellArgs {
-            code: args.required_str("code")?,
-            thought: String::new(),
-            include_extra: true,
-            confirmation_state: Default::default(),
-            security_risk: -1,
-            kernel_init_code: String::new(),
-        }),
-        STR_REPLACE_EDITOR => editor_action(&args)?,
         THINK => ActionKind::Think(ThinkArgs {
-            thought: args.required_str("thought")?,
+            thought: args.required_str("thought").map_err(malformed)?,
         }),
         FINISH => ActionKind::Finish(FinishArgs {
-            final_thought: args.optional_str("message")?.unwrap_or_default(),
+            final_thought: args
+                .optional_str("message")
+                .map_err(malformed)?
+                .unwrap_or_default(),
             ..FinishArgs::default()
         }),
         other => {
@@ -133,121 +130,11 @@ fn call_to_action(call: &ToolCall) -> Result<Action, AgentError> {
             )));
         }
     };
-    let mut action = Action::from(kind);
-    action.timeout = timeout;
-    Ok(action)
+    Ok(Action::from(kind))
 }
 
-/// `str_replace_editor`: `view` reads through the editor, every other command edits.
-fn editor_action(args: &Args) -> Result<ActionKind, AgentError> {
-    let command = args.required_str("command")?;
-    let path = args.required_str("path")?;
-    let view_range = match args.get("view_range") {
-        None => None,
-        Some(range) => Some(
-            range
-                .as_array()
-                .filter(|items| items.len() == 2)
-                .and_then(|items| items.iter().map(Value::as_i64).collect::<Option<Vec<_>>>())
-                .ok_or_else(|| args.invalid("view_range", "must be two integers"))?,
-        ),
-    };
-    if command == "view" {
-        let mut read = FileReadArgs::new(path);
-        read.impl_source = FileReadSource::OhAci;
-        read.view_range = view_range;
-        return Ok(ActionKind::Read(read));
-    }
-    let mut edit = FileEditArgs::new(path, command);
-    edit.file_text = args.optional_str("file_text")?;
-    edit.old_str = args.optional_str("old_str")?;
-    edit.new_str = args.optional_str("new_str")?;
-    edit.insert_line = match args.get("insert_line") {
-        None => None,
-        Some(line @ Value::Number(_)) => Some(line.clone()),
-        Some(Value::String(text)) if text.trim().parse::<i64>().is_ok() => {
-            Some(Value::String(text.trim().to_string()))
-        }
-        Some(_) => return Err(args.invalid("insert_line", "must be an integer")),
-    };
-    edit.view_range = view_range;
-    Ok(ActionKind::Edit(edit))
-}
-
-/// A call's arguments, with errors that name the tool.
-struct Args<'a> {
-    tool: &'a str,
-    map: Map<String, Value>,
-}
-
-impl<'a> Args<'a> {
-    fn parse(tool: &'a str, text: &str) -> Result<Args<'a>, AgentError> {
-        let text = if text.trim().is_empty() { "{}" } else { text };
-        match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(map)) => Ok(Args { tool, map }),
-            Ok(_) => Err(AgentError::Malformed(format!(
-                "The arguments of the tool call {tool} must be a JSON object, got: {text}"
-            ))),
-            Err(e) => Err(AgentError::Malformed(format!(
-                "Failed to parse the arguments of the tool call {tool} as JSON ({e}): {text}"
-            ))),
-        }
-    }
-
-    fn get(&self, name: &str) -> Option<&Value> {
-        self.map.get(name).filter(|v| !v.is_null())
-    }
-
-    fn invalid(&self, name: &str, problem: &str) -> AgentError {
-        AgentError::Malformed(format!(
-            "Invalid argument \"{name}\" in tool call {}: {problem}.",
-            self.tool
-        ))
-    }
-
-    fn required_str(&self, name: &str) -> Result<String, AgentError> {
-        self.optional_str(name)?.ok_or_else(|| {
-            AgentError::Malformed(format!(
-                "Missing required argument \"{name}\" in tool call {}",
-                self.tool
-            ))
-        })
-    }
-
-    /// A string argument; numbers and booleans are taken as their text (models write
-    /// `"insert_line": 3` and `"command": 42` alike).
-    fn optional_str(&self, name: &str) -> Result<Option<String>, AgentError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(v @ (Value::Number(_) | Value::Bool(_))) => Ok(Some(v.to_string())),
-            Some(_) => Err(self.invalid(name, "must be a string")),
-        }
-    }
-
-    /// `"true"`/`"false"` (the schema's enum) or a JSON boolean; absent is false.
-    fn flag(&self, name: &str) -> Result<bool, AgentError> {
-        match self.get(name) {
-            None => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(true),
-            Some(Value::String(s)) if s.eq_ignore_ascii_case("false") || s.is_empty() => Ok(false),
-            Some(_) => Err(self.invalid(name, "must be `true` or `false`")),
-        }
-    }
-
-    fn number(&self, name: &str) -> Result<Option<f64>, AgentError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::Number(n)) => Ok(n.as_f64()),
-            Some(Value::String(s)) => s
-                .trim()
-                .parse::<f64>()
-                .map(Some)
-                .map_err(|_| self.invalid(name, "must be a number")),
-            Some(_) => Err(self.invalid(name, "must be a number")),
-        }
-    }
+fn malformed(error: ToolCallError) -> AgentError {
+    AgentError::Malformed(error.0)
 }
 
 #[cfg(test)]

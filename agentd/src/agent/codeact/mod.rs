@@ -1,5 +1,6 @@
 //! The CodeAct agent (OpenHands V0's `CodeActAgent`): it acts by calling tools — bash, IPython,
-//! the file editor, `think`, `finish` — and sees the sandbox's observations as their results.
+//! the file editor, `think`, `finish`, and the run's MCP tools — and sees the sandbox's
+//! observations as their results.
 //!
 //! A step: the history from `state.start_id` as a [`View`] (condensations applied); the
 //! condenser may answer with a condensation instead, which becomes the step's action; else the
@@ -10,7 +11,7 @@
 pub(crate) mod actions;
 pub(crate) mod tools;
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use protocol::action::{EmptyArgs, SystemMessageArgs};
 use protocol::{Action, ActionKind};
@@ -43,6 +44,8 @@ pub struct CodeActConfig {
 pub struct CodeActAgent {
     llm: Llm,
     tools: Vec<Tool>,
+    /// The names of the MCP tools among `tools`.
+    mcp_tools: HashSet<String>,
     system_prompt: String,
     memory: ConversationMemory,
     condenser: Box<dyn Condenser>,
@@ -68,6 +71,7 @@ impl CodeActAgent {
         Ok(CodeActAgent {
             condenser: config.condenser.build(Some(llm.clone()))?,
             tools: tools::tools(config.tools),
+            mcp_tools: HashSet::new(),
             llm,
             system_prompt,
             memory,
@@ -84,7 +88,8 @@ impl CodeActAgent {
     ) -> Result<Step, AgentError> {
         let events = history.range(state.start_id, None);
         if !std::mem::replace(&mut self.checked_history, true) {
-            self.pending.extend(unplayed_calls(&events));
+            self.pending
+                .extend(unplayed_calls(&events, &self.mcp_tools));
         }
         if let Some(action) = self.pending.pop_front() {
             return Ok(action.into());
@@ -119,6 +124,7 @@ impl CodeActAgent {
             &completion.message,
             &response,
             Some(completion.metrics.to_json()),
+            &self.mcp_tools,
         )?;
         self.pending.extend(actions);
         let action = self
@@ -146,6 +152,20 @@ impl Agent for CodeActAgent {
         self.pending.clear();
     }
 
+    /// After its own tools; a tool named like one of its own, or like an MCP tool offered
+    /// already, is left out (and logged): a call of that name could reach only one of them.
+    fn offer_mcp_tools(&mut self, tools: Vec<Tool>) {
+        for tool in tools {
+            let name = &tool.function.name;
+            if self.tools.iter().any(|t| t.function.name == *name) {
+                tracing::warn!(tool = %name, "an MCP tool is named like one the agent has; left out");
+                continue;
+            }
+            self.mcp_tools.insert(name.clone());
+            self.tools.push(tool);
+        }
+    }
+
     fn system_message(&self) -> Option<Action> {
         let tools = self
             .tools
@@ -164,7 +184,10 @@ impl Agent for CodeActAgent {
 /// The calls of the newest recorded answer that have no action in `events` yet, as actions.
 /// A run stopped between the calls of one answer would otherwise never show the model that
 /// answer again: its assistant message waits for a result of every call.
-fn unplayed_calls(events: &[std::sync::Arc<protocol::Event>]) -> Vec<Action> {
+fn unplayed_calls(
+    events: &[std::sync::Arc<protocol::Event>],
+    mcp_tools: &HashSet<String>,
+) -> Vec<Action> {
     use protocol::{Event, EventSource};
     let newest = events.iter().rev().find_map(|e| match &**e {
         Event::Action(a) if a.source == Some(EventSource::Agent) => a.tool_call_metadata.as_ref(),
@@ -194,7 +217,8 @@ fn unplayed_calls(events: &[std::sync::Arc<protocol::Event>]) -> Vec<Action> {
             _ => None,
         })
         .collect();
-    let Ok(actions) = actions::response_to_actions(&choice.message, &metadata.model_response, None)
+    let Ok(actions) =
+        actions::response_to_actions(&choice.message, &metadata.model_response, None, mcp_tools)
     else {
         return Vec::new();
     };

@@ -14,6 +14,7 @@ use serde_json::json;
 use super::*;
 use crate::events::EventStream;
 use crate::memory::View;
+use sandbox_common::TRUNCATION_NOTICE;
 
 pub(crate) fn response(
     id: &str,
@@ -521,29 +522,6 @@ fn rendered_run_with_prefix_suffix_working_dir_interpreter_and_exit_code() {
     let mut running = run_extras("sleep 100", -1);
     running.metadata.working_dir = None;
     assert_eq!(render_run(&running, "partial"), "partial");
-}
-
-#[test]
-fn a_cut_run_output_names_the_file_with_the_whole_output() {
-    let mut extras = run_extras("seq 100000", 0);
-    extras.metadata.working_dir = None;
-    extras.full_output_path = Some("/tmp/sandboxd/out-1.txt".into());
-    assert_eq!(
-        render_run(
-            &extras,
-            "1\n[... Observation truncated due to length ...]\n100000"
-        ),
-        "1\n[... Observation truncated due to length ...]\n100000\n\
-         [Command finished with exit code 0]\n\
-         [The whole output is in the file /tmp/sandboxd/out-1.txt]"
-    );
-    extras.metadata.prefix = "[Previous command outputs are truncated. Showing the last 10 \
-         lines of the output below.]\n"
-        .into();
-    assert!(render_run(&extras, "99991").ends_with("/tmp/sandboxd/out-1.txt]"));
-    // Nothing was cut: the file is not worth a line.
-    extras.metadata.prefix.clear();
-    assert!(!render_run(&extras, "short").contains("whole output"));
 }
 
 #[test]

@@ -1,8 +1,11 @@
 //! Unit tests of `agent/codeact/actions.rs`.
 
 use super::*;
+use protocol::action::FileReadSource;
 use protocol::llm::{Content, FunctionCall, Role};
+use sandbox_common::{EXECUTE_BASH, EXECUTE_IPYTHON_CELL, STR_REPLACE_EDITOR};
 use serde_json::json;
+use std::collections::HashSet;
 
 fn call(id: &str, name: &str, args: Value) -> ToolCall {
     ToolCall {
@@ -39,6 +42,7 @@ fn malformed_call(call: ToolCall) -> String {
         &answer(None, vec![call]),
         &json!({}),
         None,
+        &HashSet::new(),
     ))
 }
 
@@ -61,8 +65,13 @@ fn several_calls_become_several_actions_with_metadata_and_one_thought() {
             ),
         ],
     );
-    let actions =
-        response_to_actions(&message, &response, Some(json!({"accumulated_cost": 0.5}))).unwrap();
+    let actions = response_to_actions(
+        &message,
+        &response,
+        Some(json!({"accumulated_cost": 0.5})),
+        &HashSet::new(),
+    )
+    .unwrap();
     assert_eq!(actions.len(), 3);
     let ActionKind::Run(run) = &actions[0].kind else {
         panic!("{:?}", actions[0])
@@ -97,8 +106,13 @@ fn several_calls_become_several_actions_with_metadata_and_one_thought() {
 
 #[test]
 fn an_answer_without_calls_is_a_message_that_waits() {
-    let actions =
-        response_to_actions(&answer(Some("Which file?"), vec![]), &json!({}), None).unwrap();
+    let actions = response_to_actions(
+        &answer(Some("Which file?"), vec![]),
+        &json!({}),
+        None,
+        &HashSet::new(),
+    )
+    .unwrap();
     let ActionKind::Message(message) = &actions[0].kind else {
         panic!("{:?}", actions[0])
     };
@@ -122,7 +136,7 @@ fn bash_input_finish_and_think_take_their_arguments() {
             call("d", EXECUTE_IPYTHON_CELL, json!({"code": "1+1"})),
         ],
     );
-    let actions = response_to_actions(&message, &json!({}), None).unwrap();
+    let actions = response_to_actions(&message, &json!({}), None, &HashSet::new()).unwrap();
     assert!(matches!(&actions[0].kind, ActionKind::Run(r) if r.is_input && !r.blocking));
     assert_eq!(actions[0].timeout, None);
     assert!(matches!(&actions[1].kind, ActionKind::Think(t) if t.thought == "hmm"));
@@ -137,7 +151,7 @@ fn reasoning_content_is_part_of_the_thought() {
         vec![call("a", EXECUTE_BASH, json!({"command": "ls"}))],
     );
     message.reasoning_content = Some("The user wants a listing.".to_string());
-    let actions = response_to_actions(&message, &json!({}), None).unwrap();
+    let actions = response_to_actions(&message, &json!({}), None, &HashSet::new()).unwrap();
     let ActionKind::Run(run) = &actions[0].kind else {
         panic!()
     };
@@ -184,4 +198,38 @@ fn bad_calls_are_malformed_with_a_message_for_the_model() {
         json!({"command": "view", "path": "/a", "view_range": [1]}),
     ));
     assert!(text.contains("view_range"), "{text}");
+}
+
+#[test]
+fn a_call_of_an_mcp_tool_is_a_call_tool_mcp_action_with_the_reference_s_message() {
+    let message = answer(
+        Some("Asking the server."),
+        vec![call("a", "echo", json!({"text": "hi"}))],
+    );
+    let mcp = HashSet::from(["echo".to_owned()]);
+    let actions = response_to_actions(&message, &json!({}), None, &mcp).unwrap();
+    let ActionKind::Mcp(args) = &actions[0].kind else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(args.name, "echo");
+    assert_eq!(args.arguments["text"], "hi");
+    assert_eq!(args.thought, "Asking the server.");
+    assert_eq!(args.security_risk, -1);
+    assert_eq!(
+        actions[0].message.as_deref(),
+        Some(
+            "I am interacting with the MCP server with name:\n```\necho\n```\nand arguments:\n```\n{'text': 'hi'}\n```"
+        )
+    );
+    assert_eq!(
+        actions[0]
+            .tool_call_metadata
+            .as_ref()
+            .unwrap()
+            .function_name,
+        "echo"
+    );
+    // Not offered: not registered.
+    let text = malformed_call(call("a", "echo", json!({})));
+    assert!(text.contains("Tool echo is not registered"), "{text}");
 }

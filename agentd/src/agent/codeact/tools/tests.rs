@@ -1,6 +1,7 @@
 //! Unit tests of `agent/codeact/tools.rs`.
 
 use super::*;
+use sandbox_common::{EXECUTE_BASH, STR_REPLACE_EDITOR};
 
 #[test]
 fn the_tool_schemas_are_stable() {

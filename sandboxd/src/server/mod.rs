@@ -14,7 +14,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use protocol::api::{
-    AliveResponse, ConfigureRequest, ErrorResponse, KillAllResponse, ServerInfo, UploadResponse,
+    AliveResponse, ConfigureRequest, ErrorResponse, KillAllResponse, McpStdioServer, ServerInfo,
+    UpdateMcpServerResponse, UploadResponse,
 };
 use protocol::{Action, ActionType};
 use serde::Deserialize;
@@ -24,13 +25,15 @@ use crate::executor::Executor;
 use crate::sysinfo::{self, CpuMeter};
 use crate::transfer::{self, TransferError};
 
+mod mcp;
+
 /// The OpenAPI document served at `/openapi.json`.
-const OPENAPI: &str = include_str!("../openapi.json");
+const OPENAPI: &str = include_str!("../../openapi.json");
 
 /// Shared state of the handlers.
 #[derive(Debug)]
 struct AppState {
-    executor: Executor,
+    executor: Arc<Executor>,
     api_key: Option<String>,
     started: Instant,
     last_action: Mutex<Instant>,
@@ -48,8 +51,9 @@ pub(crate) struct Limits {
 
 /// The router with every endpoint.
 pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits) -> Router {
+    let executor = Arc::new(executor);
     let state = Arc::new(AppState {
-        executor,
+        executor: executor.clone(),
         api_key,
         started: Instant::now(),
         last_action: Mutex::new(Instant::now()),
@@ -63,6 +67,7 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
         .route("/update_mcp_server", post(update_mcp_server))
         .route("/processes/kill_all", post(kill_all))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .merge(mcp::routes(&executor, limits.max_body_bytes))
         .merge(
             Router::new()
                 .route("/upload_file", post(upload_file))
@@ -186,7 +191,7 @@ async fn authenticate(
     next: Next,
 ) -> Response {
     if let Some(expected) = &state.api_key
-        && !has_session_key(&headers, expected)
+        && !has_key(&headers, expected)
     {
         return detail(StatusCode::FORBIDDEN, "Invalid API Key");
     }
@@ -201,6 +206,16 @@ fn has_session_key(headers: &HeaderMap, key: &str) -> bool {
         .map(HeaderValue::as_bytes)
         .unwrap_or_default();
     constant_time_eq(given, key.as_bytes())
+}
+
+/// Whether the request carries the session key: as `X-Session-API-Key`, or as
+/// `Authorization: Bearer KEY` (what MCP hosts send; the reference's MCP proxy takes it too).
+fn has_key(headers: &HeaderMap, key: &str) -> bool {
+    let bearer = headers
+        .get("authorization")
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    has_session_key(headers, key)
+        || bearer.is_some_and(|given| constant_time_eq(given, key.as_bytes()))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -294,7 +309,8 @@ fn decode_action(value: Value) -> Result<Action, ActionError> {
     let Some(kind) = ActionType::ALL.into_iter().find(|t| t.as_str() == name) else {
         return Err(ActionError::Undefined(name));
     };
-    // Runnable, except `call_tool_mcp`: there is no MCP client here (see `is_runnable`).
+    // Runnable, except `call_tool_mcp`: the host calls MCP tools itself (see `is_runnable`);
+    // the stdio servers it runs here are reached through `/mcp/proxy`.
     if !kind.is_runnable() || kind == ActionType::Mcp {
         return Err(ActionError::NotExecutable(name));
     }
@@ -495,24 +511,36 @@ async fn vscode_token() -> axum::Json<Value> {
     axum::Json(serde_json::json!({ "token": null }))
 }
 
-async fn update_mcp_server(body: Bytes) -> Response {
-    match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Array(tools)) => {
-            let log = if tools.is_empty() {
-                String::new()
-            } else {
-                "sandboxd does not run MCP servers; the tools were not started.".to_owned()
-            };
-            axum::Json(serde_json::json!({
-                "detail": "MCP server updated successfully",
-                "router_error_log": log,
-            }))
-            .into_response()
+/// `POST /update_mcp_server`: the list of stdio MCP servers the sandbox runs (see
+/// `crate::mcp::McpServers::update`). A bad list is a 400 that says which entry and why
+/// (the reference answers a bad entry with a bare 500); servers that do not start are named in
+/// `router_error_log`.
+async fn update_mcp_server(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let servers = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(servers)) => servers,
+        _ => {
+            return detail(
+                StatusCode::BAD_REQUEST,
+                "Request must be a list of MCP tools to sync",
+            );
         }
-        _ => detail(
-            StatusCode::BAD_REQUEST,
-            "Request must be a list of MCP tools to sync",
-        ),
+    };
+    let servers: Vec<McpStdioServer> = match serde_json::from_value(Value::Array(servers)) {
+        Ok(servers) => servers,
+        Err(e) => {
+            return detail(
+                StatusCode::BAD_REQUEST,
+                format!("Invalid MCP server entry: {e}"),
+            );
+        }
+    };
+    match state.executor.update_mcp_servers(servers).await {
+        Ok(router_error_log) => axum::Json(UpdateMcpServerResponse {
+            detail: "MCP server updated successfully".to_owned(),
+            router_error_log,
+        })
+        .into_response(),
+        Err(e) => detail(StatusCode::BAD_REQUEST, e.to_string()),
     }
 }
 
