@@ -163,3 +163,16 @@ pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The pid a job of the sandbox writes to `file`, once it is there (waits, bounded).
+pub async fn pid_in(file: &std::path::Path, what: &str) -> u32 {
+    let read = || {
+        std::fs::read_to_string(file)
+            .ok()?
+            .trim()
+            .parse::<u32>()
+            .ok()
+    };
+    eventually(&format!("{what} to start"), || read().is_some()).await;
+    read().unwrap()
+}

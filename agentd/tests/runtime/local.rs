@@ -10,7 +10,7 @@ use sandbox_common::ProcStat;
 
 use crate::common::{
     action, answer_to_a_kill, cell, children_named, error_id_of, eventually, group_members, live,
-    local, local_config, metadata, run, session, sh,
+    local, local_config, metadata, pid_in, run, session, sh,
 };
 
 #[tokio::test]
@@ -95,13 +95,7 @@ async fn dropping_without_close_kills_everything() {
         "setsid -f sh -c 'echo $$ > escaped.pid.tmp && mv escaped.pid.tmp escaped.pid; exec sleep 1000' > /dev/null 2>&1",
     )
     .await;
-    let pid_file = workspace.path().join("escaped.pid");
-    eventually("the daemon to start", || pid_file.exists()).await;
-    let escaped: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let escaped = pid_in(&workspace.path().join("escaped.pid"), "the daemon").await;
     assert!(live(escaped));
     assert_eq!(session(escaped), Some(escaped));
     drop(runtime);
@@ -271,16 +265,7 @@ async fn start_escapees(runtime: &Runtime, workspace: &std::path::Path, tag: u32
     );
     let mut pids = Vec::new();
     for name in ["nohup", "setsid", "double", "popen"] {
-        let file = pid_of(name);
-        eventually(&format!("the {name} job to start"), || {
-            std::fs::read_to_string(&file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
-        })
-        .await;
-        let pid: u32 = std::fs::read_to_string(&file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = pid_in(&pid_of(name), &format!("the {name} job")).await;
         assert!(live(pid), "the {name} job is not running");
         pids.push(pid);
     }
@@ -322,16 +307,7 @@ async fn escaped_jobs_run_on_and_are_reaped_when_they_end() {
         "mkfifo short.fifo; env -i setsid -f /bin/sh -c 'echo $$ > short.pid; read line < short.fifo' > /dev/null 2>&1",
     )
     .await;
-    let file = workspace.path().join("short.pid");
-    eventually("the job to start", || {
-        std::fs::read_to_string(&file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
-    })
-    .await;
-    let pid: u32 = std::fs::read_to_string(&file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = pid_in(&workspace.path().join("short.pid"), "the job").await;
     assert_eq!(ProcStat::read(pid).map(|s| s.ppid), Some(keeper));
     // Let it end; it must disappear from /proc altogether (reaped).
     sh(&runtime, "echo go > short.fifo").await;
