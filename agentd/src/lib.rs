@@ -13,6 +13,8 @@
 //!   `workspace`: the sandbox's workspace made ready before the agent starts (repository,
 //!   `setup.sh`, the pre-commit hook, secrets in the shell);
 //! - `session`: one headless run wiring them together; `trajectory`: recordings and replay;
+//! - `conversations`: the conversation server (`agentd server`): agents as a service, with
+//!   live events and a web page;
 //! - `serve`: the runtime API service (`agentd serve`) that gives other agent hosts sandboxes;
 //! - `config`, `display`: the settings file and live progress of the CLI.
 //!
@@ -22,6 +24,7 @@
 mod agent;
 mod config;
 mod controller;
+mod conversations;
 mod display;
 mod events;
 mod llm;
@@ -44,6 +47,10 @@ pub use config::{
     default_sessions_dir, new_session_id,
 };
 pub use controller::{ControllerError, DEFAULT_MAX_ITERATIONS};
+pub use conversations::{
+    AgentFactory, AgentRequest, ConversationError, ServerConfig, ServerError,
+    run as serve_conversations,
+};
 pub use display::render as render_event;
 pub use events::{EventLogError, EventStream};
 pub use llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};

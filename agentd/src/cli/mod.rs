@@ -6,6 +6,7 @@ pub mod image;
 pub mod run;
 pub mod sandbox;
 pub mod serve;
+pub mod server;
 
 use std::future::Future;
 use std::path::Path;
@@ -82,6 +83,20 @@ impl DiskSize {
                 .map_err(|e| anyhow::anyhow!("[docker] disk: {e}")),
             (None, None) => Ok(None),
         }
+    }
+}
+
+/// A server's first line on stdout once it answers, which scripts and tests wait for:
+/// `{name} listening on http://ADDR`, or `{"listening": "http://ADDR"}` with `json`.
+#[allow(clippy::print_stdout, reason = "the line is the servers' interface")]
+pub fn print_listening(name: &str, addr: std::net::SocketAddr, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"listening": format!("http://{addr}")})
+        );
+    } else {
+        println!("{name} listening on http://{addr}");
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use agentd::DEFAULT_MAX_ITERATIONS;
 use agentd::ToolSet;
-use agentd::docker::{SandboxUser, choose_user};
+use agentd::docker::{SandboxConfig, SandboxUser, choose_user};
 use agentd::{Agent, ReplayAgent};
 use agentd::{CodeActAgent, CodeActConfig};
 use agentd::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
@@ -247,34 +247,19 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         Err(e) => return usage(&e.to_string()),
     };
 
+    let mut docker = SandboxConfig::default();
+    set(&mut docker.image, args.image.or(file.docker.image.clone()));
+    docker_settings(&file, &mut docker)?;
     let mut runtime = RuntimeConfig {
         kind: args.runtime.or(file.runtime).unwrap_or_default(),
         workspace: args.workspace.or(file.workspace),
         sandboxd_binary: args.sandboxd.or(file.sandboxd),
         remote_url: args.remote_url.or(file.remote.url),
         remote_api_key: args.remote_api_key.or(file.remote.api_key),
+        docker,
         ..RuntimeConfig::default()
     };
     let docker = &mut runtime.docker;
-    set(&mut docker.image, args.image.or(file.docker.image));
-    if let Some(memory) = &file.docker.memory {
-        docker.limits.memory_bytes = Some(parse_bytes(memory).map_err(anyhow::Error::msg)?);
-    }
-    if let Some(cpus) = file.docker.cpus {
-        docker.limits.cpus = Some(cpus);
-    }
-    if let Some(pids) = file.docker.pids {
-        docker.limits.pids = Some(pids);
-    }
-    set(&mut docker.network, file.docker.network);
-    if let Some(egress) = &file.docker.egress {
-        docker.egress = egress
-            .policy()
-            .map_err(|e| anyhow::anyhow!("[docker] egress: {e}"))?;
-    }
-    set(&mut docker.host_ports, file.docker.host_ports.clone());
-    set(&mut docker.egress_hosts, file.docker.egress_hosts.clone());
-    set(&mut docker.read_only_root, file.docker.read_only);
     docker.user = match (args.sandbox_uid, &file.docker.uid) {
         (Some(user), _) => Some(user),
         (None, Some(text)) => Some(text.parse().map_err(anyhow::Error::msg)?),
@@ -282,9 +267,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     };
     docker.allow_root = args.allow_root || file.docker.allow_root.unwrap_or(false);
     docker.sudo = args.sudo || file.docker.sudo.unwrap_or(false);
-    if let Some(DiskSize(bytes)) =
-        DiskSize::from_flag_or_file(args.disk, file.docker.disk.as_deref())?
-    {
+    if let Some(DiskSize(bytes)) = args.disk {
         docker.disk_bytes = bytes;
     }
     if runtime.kind == RuntimeKind::Docker {
@@ -405,9 +388,40 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     })
 }
 
+/// The file's `[docker]` sandbox settings: limits, network, egress, host ports, read-only
+/// root, disk.
+pub(super) fn docker_settings(file: &FileConfig, docker: &mut SandboxConfig) -> anyhow::Result<()> {
+    if let Some(memory) = &file.docker.memory {
+        docker.limits.memory_bytes = Some(parse_bytes(memory).map_err(anyhow::Error::msg)?);
+    }
+    if let Some(cpus) = file.docker.cpus {
+        docker.limits.cpus = Some(cpus);
+    }
+    if let Some(pids) = file.docker.pids {
+        docker.limits.pids = Some(pids);
+    }
+    set(&mut docker.network, file.docker.network);
+    if let Some(egress) = &file.docker.egress {
+        docker.egress = egress
+            .policy()
+            .map_err(|e| anyhow::anyhow!("[docker] egress: {e}"))?;
+    }
+    set(&mut docker.host_ports, file.docker.host_ports.clone());
+    set(&mut docker.egress_hosts, file.docker.egress_hosts.clone());
+    set(&mut docker.read_only_root, file.docker.read_only);
+    if let Some(DiskSize(bytes)) = DiskSize::from_flag_or_file(None, file.docker.disk.as_deref())? {
+        docker.disk_bytes = bytes;
+    }
+    Ok(())
+}
+
 /// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
 /// the model's calls on stderr.
-fn codeact(llm: LlmConfig, file: &FileConfig, mask: SecretMask) -> anyhow::Result<CodeActAgent> {
+pub(super) fn codeact(
+    llm: LlmConfig,
+    file: &FileConfig,
+    mask: SecretMask,
+) -> anyhow::Result<CodeActAgent> {
     let system_prompt = match &file.agent.system_prompt_file {
         Some(path) => Some(
             std::fs::read_to_string(path)

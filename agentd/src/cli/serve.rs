@@ -200,14 +200,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let shutdown = stop_signal()?;
     let json = args.json;
     agentd::serve(config, listener, shutdown, |addr| {
-        if json {
-            println!(
-                "{}",
-                serde_json::json!({"listening": format!("http://{addr}")})
-            );
-        } else {
-            println!("agentd serve listening on http://{addr}");
-        }
+        super::print_listening("agentd serve", addr, json);
     })
     .await
     .context("agentd serve")?;

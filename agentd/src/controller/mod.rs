@@ -132,6 +132,12 @@ fn unanswered_recall(stream: &EventStream) -> Option<Unanswered> {
     })
 }
 
+/// Whether `stream` ends with a user message that no run has seen (it has no `recall` action
+/// yet): a conversation's reply that came after its run had ended, which a resumed run takes up.
+pub(crate) fn has_unseen_user_message(stream: &EventStream) -> bool {
+    matches!(unanswered_recall(stream), Some(Unanswered::Message(_)))
+}
+
 /// How a controller runs.
 #[derive(Debug, Clone)]
 pub(crate) struct ControllerConfig {
@@ -247,6 +253,9 @@ pub(crate) struct Controller {
     first_user_message: Option<i64>,
     /// The saved run had ended in an error (see [`Controller::resumed_after_error`]).
     resumed_after_error: bool,
+    /// A resumed run that is not headless and was waiting for the user's reply goes on
+    /// waiting instead of stepping the agent.
+    wait_for_user: bool,
 }
 
 impl std::fmt::Debug for Controller {
@@ -299,9 +308,10 @@ impl Controller {
     /// `config`, and nothing already in the stream is added again. If the agent's last
     /// runnable action has no observation yet, [`Controller::pending_action`] returns it: hand
     /// it to the runtime before or during [`Controller::run`], which waits for its observation.
-    /// A run that ended `finished`, `rejected` or `stopped` stays so (`run` returns at once);
-    /// any other (killed while running, paused or waiting, or ended in `error`) goes on
-    /// `running`, its `last_error` cleared.
+    /// A run that ended `finished`, `rejected` or `stopped` stays so (`run` returns at once)
+    /// unless a user message came after it; any other (killed while running, paused or
+    /// waiting, or ended in `error`) goes on `running`, its `last_error` cleared, except that a
+    /// run that is not headless and waited for the user's reply goes on waiting.
     pub(crate) fn resume(
         session_dir: &Path,
         stream: EventStream,
@@ -321,13 +331,7 @@ impl Controller {
         state.max_iterations = config.max_iterations;
         state.budget.max_per_task = config.max_budget_per_task;
         state.end_id = stream.latest_id();
-        if !matches!(
-            state.agent_state,
-            AgentState::Finished | AgentState::Rejected | AgentState::Stopped
-        ) {
-            state.agent_state = AgentState::Loading;
-            state.last_error = None;
-        }
+        let saved = state.agent_state;
         config.session_dir = Some(session_dir.to_path_buf());
         let mut controller = Controller::with_state(state, stream, events, agent, &config, true);
         controller.resumed_after_error = resumed_after_error;
@@ -339,6 +343,19 @@ impl Controller {
                 None => {}
             }
         }
+        // A user message the saved run never saw (a conversation's reply after the agent
+        // finished, or while nothing ran) starts the agent again, as in the reference.
+        let new_message = controller.unrecalled.is_some();
+        let ended = matches!(
+            saved,
+            AgentState::Finished | AgentState::Rejected | AgentState::Stopped
+        );
+        if !ended || new_message {
+            controller.state.agent_state = AgentState::Loading;
+            controller.state.last_error = None;
+        }
+        controller.wait_for_user =
+            !config.headless && saved == AgentState::AwaitingUserInput && !new_message;
         Ok(controller)
     }
 
@@ -371,6 +388,7 @@ impl Controller {
             unrecalled: None,
             first_user_message: None,
             resumed_after_error: false,
+            wait_for_user: false,
         }
     }
 
@@ -406,12 +424,19 @@ impl Controller {
         ) {
             return Ok(self.state);
         }
-        let reason = if self.resumed {
-            "resumed from the saved state"
+        if self.wait_for_user {
+            self.set_state(
+                AgentState::AwaitingUserInput,
+                "resumed from the saved state; the agent waits for a reply",
+            )?;
         } else {
-            "started"
-        };
-        self.set_state(AgentState::Running, reason)?;
+            let reason = if self.resumed {
+                "resumed from the saved state"
+            } else {
+                "started"
+            };
+            self.set_state(AgentState::Running, reason)?;
+        }
         if let Some(message) = self.unrecalled.take() {
             self.recall_for(&message)?;
         }

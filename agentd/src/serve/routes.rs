@@ -62,7 +62,8 @@ pub(crate) fn router(service: Arc<SandboxService>, max_body: usize) -> Router {
         .with_state(service)
 }
 
-fn detail(status: StatusCode, text: impl Into<String>) -> Response {
+/// An error answer: `{"detail": text}` with `status` (both of agentd's servers answer so).
+pub(crate) fn detail(status: StatusCode, text: impl Into<String>) -> Response {
     let body = ErrorResponse {
         detail: text.into(),
         errors: None,
