@@ -107,10 +107,7 @@ async fn one(
             }
         }
         ("select_option", [bid, options]) => {
-            let options: Vec<String> = match options {
-                Arg::List(items) => items.iter().map(text).collect::<Result<_, _>>()?,
-                other => vec![text(other)?],
-            };
+            let options = texts(options)?;
             let el = element(session, bid).await?;
             let answer = session
                 .call_on(&el, super::scripts::SELECT_OPTION, &[json!(options)])
@@ -172,10 +169,7 @@ async fn one(
                 .await?;
         }
         ("upload_file", [bid, files]) => {
-            let files: Vec<String> = match files {
-                Arg::List(items) => items.iter().map(text).collect::<Result<_, _>>()?,
-                other => vec![text(other)?],
-            };
+            let files = texts(files)?;
             let el = element(session, bid).await?;
             if session
                 .call_on(&el, super::scripts::IS_FILE_INPUT, &[])
@@ -213,6 +207,14 @@ fn text(arg: &Arg) -> Result<String, String> {
             "ValueError: expected a string, got {}",
             other.repr()
         )),
+    }
+}
+
+/// A string or a list of strings (`str | list[str]`).
+fn texts(arg: &Arg) -> Result<Vec<String>, String> {
+    match arg {
+        Arg::List(items) => items.iter().map(text).collect(),
+        other => Ok(vec![text(other)?]),
     }
 }
 
@@ -297,10 +299,18 @@ fn key_def(key: &str) -> Option<(String, String, i64, String)> {
         "PageDown" => named("PageDown", 34, ""),
         "Insert" => named("Insert", 45, ""),
         "Space" | " " => Some((" ".into(), "Space".into(), 32, " ".into())),
-        "Shift" => named("ShiftLeft", 16, ""),
-        "Control" => named("ControlLeft", 17, ""),
-        "Alt" => named("AltLeft", 18, ""),
-        "Meta" => named("MetaLeft", 91, ""),
+        "Shift" | "ShiftLeft" => Some(("Shift".into(), "ShiftLeft".into(), 16, String::new())),
+        "Control" | "ControlLeft" => {
+            Some(("Control".into(), "ControlLeft".into(), 17, String::new()))
+        }
+        "Alt" | "AltLeft" => Some(("Alt".into(), "AltLeft".into(), 18, String::new())),
+        "Meta" | "MetaLeft" => Some(("Meta".into(), "MetaLeft".into(), 91, String::new())),
+        "Backquote" => key_def("`"),
+        "Minus" => key_def("-"),
+        "Equal" => key_def("="),
+        "Backslash" => key_def("\\"),
+        _ if key.len() == 4 && key.starts_with("Key") => key_def(&key[3..].to_ascii_lowercase()),
+        _ if key.len() == 6 && key.starts_with("Digit") => key_def(&key[5..]),
         _ if key.len() > 1 && key.starts_with('F') => {
             let n: i64 = key[1..].parse().ok().filter(|n| (1..=24).contains(n))?;
             named(key, 111 + n, "")
@@ -340,10 +350,10 @@ async fn press(session: &Session, combination: &str) -> Result<(), String> {
     for m in held {
         let m = if *m == "ControlOrMeta" { "Control" } else { m };
         let bit = match m {
-            "Alt" => 1,
-            "Control" => 2,
-            "Meta" => 4,
-            "Shift" => 8,
+            "Alt" | "AltLeft" => 1,
+            "Control" | "ControlLeft" => 2,
+            "Meta" | "MetaLeft" => 4,
+            "Shift" | "ShiftLeft" => 8,
             other => return Err(unknown(other)),
         };
         let def = key_def(m).ok_or_else(|| unknown(m))?;

@@ -542,7 +542,10 @@ impl Session {
     /// A PNG of the viewport, base64.
     pub(crate) async fn screenshot(&self) -> Result<String, String> {
         let answer = self
-            .call("Page.captureScreenshot", json!({"format": "png"}))
+            .call(
+                "Page.captureScreenshot",
+                json!({"format": "png", "optimizeForSpeed": true}),
+            )
             .await?;
         Ok(answer
             .get("data")
