@@ -62,6 +62,7 @@
 //! [agent]
 //! ipython = true              # offer execute_ipython_cell
 //! think = true                # offer think
+//! browsing = false            # offer browser (a sandbox with Chromium)
 //! system_prompt_file = "prompt.md"
 //!
 //! [mcp]                       # MCP servers; keys in crate::mcp::settings
@@ -167,6 +168,9 @@ pub struct AgentSection {
     pub ipython: Option<bool>,
     /// Offer `think` (default true).
     pub think: Option<bool>,
+    /// Offer the `browser` tool (default false: the sandbox needs Chromium, which the image
+    /// from `images/browser/build.sh` has).
+    pub browsing: Option<bool>,
     /// A file with the system prompt to use instead of the built-in one.
     pub system_prompt_file: Option<PathBuf>,
 }

@@ -41,7 +41,7 @@ mod workspace;
 
 pub use agent::codeact::tools::ToolSet;
 pub use agent::codeact::{CodeActAgent, CodeActConfig};
-pub use agent::{Agent, AgentError, ReplayAgent, ScriptedAgent, Step};
+pub use agent::{Agent, AgentError, BrowsingAgent, ReplayAgent, ScriptedAgent, Step};
 pub use config::{
     ConfigError, DockerSection, FileConfig, MicroagentsSection, RemoteSection, ServeSection,
     default_sessions_dir, new_session_id,

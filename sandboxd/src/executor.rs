@@ -17,6 +17,7 @@ use protocol::{Action, Observation};
 
 use crate::agent_procs;
 use crate::bash::{BashShell, ShellConfig, ShellError};
+use crate::browser::{Browser, BrowserConfig};
 use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
 use crate::mcp::{Launch, McpServers};
@@ -45,6 +46,10 @@ pub(crate) struct ExecutorConfig {
     pub(crate) python: Option<PathBuf>,
     /// Which processes count as the agent's (`C-c` at the prompt, [`Executor::kill_all`]).
     pub(crate) agent_processes: agent_procs::Scope,
+    /// `--enable-browser` / `--no-enable-browser`.
+    pub(crate) browser: bool,
+    /// `--chromium`: the browser's program (default `chromium` on `PATH`).
+    pub(crate) chromium: Option<PathBuf>,
 }
 
 /// Errors starting the executor.
@@ -71,6 +76,10 @@ pub(crate) struct Executor {
     kernels: IPythonConfig,
     /// The stdio MCP servers the sandbox runs for its host.
     mcp: Arc<McpServers>,
+    /// How the browser is started (kept to start it with a caller's environment).
+    browsers: BrowserConfig,
+    /// The browser behind `browse` and `browse_interactive`, started on first use.
+    browser: Browser,
 }
 
 impl Executor {
@@ -99,6 +108,26 @@ impl Executor {
             agent_skills: has_plugin("agent_skills"),
             env: BTreeMap::new(),
         };
+        let browsers = BrowserConfig {
+            enabled: config.browser,
+            chromium: config.chromium.as_ref().map_or_else(
+                || "chromium".to_owned(),
+                |p| {
+                    std::path::absolute(p)
+                        .unwrap_or_else(|_| p.clone())
+                        .to_string_lossy()
+                        .into_owned()
+                },
+            ),
+            run_as: config.run_as.clone(),
+            env: BTreeMap::new(),
+            working_dir: config.working_dir.clone(),
+            viewport: crate::browser::Viewport {
+                width: 1280,
+                height: 720,
+            },
+        };
+        let browser = Browser::new(browsers.clone());
         let ipython = IPython::spawn(kernels.clone());
         if has_plugin("jupyter") {
             // In the background: `/alive` does not wait for it; a first cell does.
@@ -124,6 +153,8 @@ impl Executor {
             ipython,
             kernels,
             mcp: Arc::default(),
+            browsers,
+            browser,
         })
     }
 
@@ -135,6 +166,7 @@ impl Executor {
         &mut self,
         env: &BTreeMap<String, String>,
         plugins: &[String],
+        browser: bool,
     ) -> Result<(), String> {
         if !env.is_empty() {
             let mut args = CmdRunArgs::new(crate::configure::export_command(env));
@@ -159,6 +191,9 @@ impl Executor {
         if has_plugin("jupyter") {
             self.ipython.boot(self.working_dir.clone());
         }
+        self.browsers.env = env.clone();
+        self.browsers.enabled = browser;
+        self.browser = Browser::new(self.browsers.clone());
         Ok(())
     }
 
@@ -249,9 +284,8 @@ impl Executor {
                 self.with_files(move |ctx, editor| editor.edit(&args, ctx))
                     .await
             }
-            ActionKind::Browse(_) | ActionKind::BrowseInteractive(_) => {
-                observations::error("Browser functionality is not supported or disabled.")
-            }
+            ActionKind::Browse(args) => self.browser.browse(args, timeout).await,
+            ActionKind::BrowseInteractive(args) => self.browser.interact(args, timeout).await,
             other => observations::error(format!(
                 "Action {} cannot be executed in a sandbox.",
                 other.action_type().as_str()

@@ -17,6 +17,7 @@
 
 mod agent_procs;
 mod bash;
+mod browser;
 mod child;
 mod config;
 mod configure;
@@ -159,6 +160,8 @@ async fn start_executor(cli: &Cli) -> Result<executor::Executor, RunError> {
         },
         python: cli.python.clone(),
         agent_processes,
+        browser: cli.browser_enabled(),
+        chromium: cli.chromium.clone(),
     })
     .await?)
 }
@@ -279,7 +282,11 @@ async fn take_in_place(
     };
     browser_downloads(&configured, executor.working_dir());
     executor
-        .configure(&request.env, &configured.plugins)
+        .configure(
+            &request.env,
+            &configured.plugins,
+            configured.browser_enabled(),
+        )
         .await?;
     Ok(server::router(
         executor,

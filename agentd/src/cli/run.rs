@@ -41,6 +41,11 @@ pub struct RunArgs {
     /// --script or --replay, the CodeAct agent runs with the LLM given by --model.
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
+    /// The agent that runs with the LLM: `CodeActAgent`, or `BrowsingAgent` (the reference's:
+    /// BrowserGym actions only; the sandbox needs Chromium).
+    #[arg(long, env = "AGENTD_AGENT", default_value = "CodeActAgent",
+          value_parser = ["CodeActAgent", "BrowsingAgent"])]
+    agent: String,
     /// The CodeAct agent's model, as its server names it.
     #[arg(long, env = "LLM_MODEL")]
     model: Option<String>,
@@ -216,7 +221,15 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
                     "no agent: pass --model (or set LLM_MODEL, or [llm] model in --config) for                      the CodeAct agent, or --script FILE or --replay FILE",
                 );
             }
-            Box::new(codeact(llm, &file, mask.clone())?)
+            if args.agent == "BrowsingAgent" {
+                let model = llm.model.clone();
+                let llm = Llm::new(llm)
+                    .with_context(|| format!("cannot set up the model {model}"))?
+                    .with_secret_mask(mask.clone());
+                Box::new(agentd::BrowsingAgent::new(llm))
+            } else {
+                Box::new(codeact(llm, &file, mask.clone())?)
+            }
         }
     };
     let task = match (&args.task, &args.task_file, &recorded) {
@@ -259,6 +272,8 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         docker,
         ..RuntimeConfig::default()
     };
+    // A local sandbox gets the browser only when the agent browses.
+    runtime.local.browser = args.agent == "BrowsingAgent" || file.agent.browsing.unwrap_or(false);
     let docker = &mut runtime.docker;
     docker.user = match (args.sandbox_uid, &file.docker.uid) {
         (Some(user), _) => Some(user),
@@ -447,6 +462,7 @@ pub(super) fn codeact(
         tools: ToolSet {
             ipython: file.agent.ipython.unwrap_or(defaults.ipython),
             think: file.agent.think.unwrap_or(defaults.think),
+            browser: file.agent.browsing.unwrap_or(defaults.browser),
         },
         system_prompt,
         condenser: file.condenser.clone().unwrap_or_default(),

@@ -5,6 +5,7 @@
 mod common;
 
 mod bash;
+mod browser;
 mod client;
 mod configure;
 mod fixtures;

@@ -13,13 +13,13 @@
 
 use std::collections::HashSet;
 
-use protocol::action::{FinishArgs, McpArgs, MessageArgs, ThinkArgs};
+use protocol::action::{BrowseInteractiveArgs, FinishArgs, McpArgs, MessageArgs, ThinkArgs};
 use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
 use sandbox_common::{ToolAction, ToolArgs, ToolCallError, sandbox_tool_action};
 use serde_json::Value;
 
-use super::tools::{FINISH, THINK};
+use super::tools::{BROWSER, FINISH, THINK};
 use crate::agent::AgentError;
 
 /// The actions of one model answer, in the order of its tool calls. `model_response` is the
@@ -81,6 +81,7 @@ fn set_thought(kind: &mut ActionKind, thought: &str) {
         ActionKind::Edit(a) => &mut a.thought,
         ActionKind::Finish(a) => &mut a.thought,
         ActionKind::Mcp(a) => &mut a.thought,
+        ActionKind::BrowseInteractive(a) => &mut a.thought,
         // `think` already is a thought: the text before it goes in front.
         ActionKind::Think(a) => {
             a.thought = format!("{thought}\n{}", a.thought);
@@ -114,6 +115,10 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
     let kind = match name {
         THINK => ActionKind::Think(ThinkArgs {
             thought: args.required_str("thought").map_err(malformed)?,
+        }),
+        BROWSER => ActionKind::BrowseInteractive(BrowseInteractiveArgs {
+            browser_actions: args.required_str("code").map_err(malformed)?,
+            ..BrowseInteractiveArgs::default()
         }),
         FINISH => ActionKind::Finish(FinishArgs {
             final_thought: args

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 pub(crate) const THINK: &str = "think";
 /// Ends the task.
 pub(crate) const FINISH: &str = "finish";
+/// Runs BrowserGym actions in the sandbox's browser.
+pub(crate) const BROWSER: &str = "browser";
 
 /// Which tools the agent offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +22,8 @@ pub struct ToolSet {
     pub ipython: bool,
     /// Offer `think`.
     pub think: bool,
+    /// Offer `browser` (the sandbox needs Chromium: the image from `images/browser/build.sh`).
+    pub browser: bool,
 }
 
 impl Default for ToolSet {
@@ -27,6 +31,7 @@ impl Default for ToolSet {
         ToolSet {
             ipython: true,
             think: true,
+            browser: false,
         }
     }
 }
@@ -41,6 +46,9 @@ pub(crate) fn tools(set: ToolSet) -> Vec<Tool> {
         tools.push(think());
     }
     tools.push(finish());
+    if set.browser {
+        tools.push(browser());
+    }
     tools
 }
 
@@ -95,6 +103,43 @@ fn finish() -> Tool {
                 }
             },
             "required": ["message"]
+        }),
+    )
+}
+
+/// The reference's `browser` tool (`openhands/agenthub/codeact_agent/tools/browser.py`), less
+/// its file viewer, which sandboxd does not serve.
+const BROWSER_DESCRIPTION: &str = "\
+Interact with the browser using Python code. Use it ONLY when you need to interact with a webpage.
+
+See the description of \"code\" parameter for more details.
+
+Multiple actions can be provided at once, but will be executed sequentially without any feedback from the page.
+More than 2-3 actions usually leads to failure or unexpected behavior. Example:
+fill('a12', 'example with \"quotes\"')
+click('a51')
+click('48', button='middle', modifiers=['Shift'])
+";
+
+fn browser() -> Tool {
+    let code = format!(
+        "The Python code that interacts with the browser.\n{}",
+        include_str!("browser_tool.md")
+    );
+    tool(
+        BROWSER,
+        BROWSER_DESCRIPTION,
+        json!({
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": code},
+                "security_risk": {
+                    "type": "string",
+                    "description": "The LLM's assessment of the safety risk of this action.",
+                    "enum": ["LOW", "MEDIUM", "HIGH"]
+                }
+            },
+            "required": ["code"]
         }),
     )
 }

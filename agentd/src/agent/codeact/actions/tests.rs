@@ -233,3 +233,22 @@ fn a_call_of_an_mcp_tool_is_a_call_tool_mcp_action_with_the_reference_s_message(
     let text = malformed_call(call("a", "echo", json!({})));
     assert!(text.contains("Tool echo is not registered"), "{text}");
 }
+
+#[test]
+fn a_browser_call_is_browse_interactive() {
+    let message = answer(
+        Some("Let me look."),
+        vec![call(
+            "c1",
+            BROWSER,
+            json!({"code": "goto('http://localhost:8000')", "security_risk": "LOW"}),
+        )],
+    );
+    let actions = response_to_actions(&message, &json!({}), None, &HashSet::new()).unwrap();
+    let ActionKind::BrowseInteractive(args) = &actions[0].kind else {
+        panic!("{:?}", actions[0].kind);
+    };
+    assert_eq!(args.browser_actions, "goto('http://localhost:8000')");
+    assert_eq!(args.thought, "Let me look.");
+    assert!(malformed_call(call("c2", BROWSER, json!({}))).contains("code"));
+}
