@@ -158,3 +158,20 @@ pub struct UpdateMcpServerResponse {
     /// Why servers did not start (one paragraph each, with their stderr), `""` when all did.
     pub router_error_log: String,
 }
+
+/// Request header carrying an idempotency key (a sandboxd extension): `/execute_action` and
+/// `/execute_action/stream` run an action once per key within the sandbox's lifetime, and a
+/// request that repeats the key gets the first answer (waiting for it while it is made). The
+/// key is 1 to 255 visible ASCII characters; the same key with a different request is refused
+/// with 422.
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+
+/// Request header of a conditional `write` or `edit` (a sandboxd extension): the content hash
+/// the caller last read (the `ETag` of a `read` answer, `"sha256:HEX"`). When the file's
+/// content is no longer that, the action is refused with 412 and the file is left alone.
+pub const IF_MATCH_HEADER: &str = "if-match";
+
+/// Response header of `read` and of a successful `write` or `edit` (a sandboxd extension): the
+/// file's content hash, `"sha256:HEX"` (HEX: the SHA-256 of its bytes, lower case), quoted as
+/// HTTP entity tags are.
+pub const ETAG_HEADER: &str = "etag";

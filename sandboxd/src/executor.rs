@@ -71,7 +71,31 @@ pub(crate) struct Executor {
     kernels: IPythonConfig,
     /// The stdio MCP servers the sandbox runs for its host.
     mcp: Arc<McpServers>,
+    /// Held while a `write` or `edit` checks its file's content hash and changes it, so that
+    /// two conditional actions on one file cannot both pass their check.
+    file_writes: Arc<std::sync::Mutex<()>>,
 }
+
+/// What a request asks of its action besides the action itself.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Conditions {
+    /// The content hash (`sha256:HEX`) a `write` or `edit` expects its file to have.
+    pub(crate) if_match: Option<String>,
+}
+
+/// An action's observation with what the HTTP layer says beside it.
+#[derive(Debug)]
+pub(crate) struct Executed {
+    /// The observation.
+    pub(crate) observation: Observation,
+    /// The content hash of the file a `read` read or a `write` or `edit` left (its `ETag`).
+    pub(crate) content_hash: Option<String>,
+}
+
+/// A conditional action refused because its file is no longer what the caller read.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct PreconditionFailed(String);
 
 impl Executor {
     /// Starts the main bash shell.
@@ -124,6 +148,7 @@ impl Executor {
             ipython,
             kernels,
             mcp: Arc::default(),
+            file_writes: Arc::default(),
         })
     }
 
@@ -232,21 +257,95 @@ impl Executor {
         obs
     }
 
+    /// Like [`Executor::execute`], with the request's `conditions` and the content hash of the
+    /// file a file action touched. A `write` or `edit` whose `if_match` is not its file's
+    /// content hash is refused and does nothing.
+    pub(crate) async fn execute_with(
+        &self,
+        action: Action,
+        conditions: Conditions,
+    ) -> Result<Executed, PreconditionFailed> {
+        let path = match &action.kind {
+            ActionKind::Read(args) => args.path.clone(),
+            ActionKind::Write(args) => args.path.clone(),
+            ActionKind::Edit(args) => args.path.clone(),
+            _ => {
+                return Ok(Executed {
+                    observation: self.execute(action).await,
+                    content_hash: None,
+                });
+            }
+        };
+        let (cause, metadata) = (action.id.filter(|id| *id >= 0), action.tool_call_metadata);
+        let writes = self.file_writes.clone();
+        let kind = action.kind;
+        let outcome = self
+            .with_files(move |ctx, editor| {
+                let abs = files::resolve(&path, ctx.cwd);
+                let abs = Path::new(&abs);
+                if let ActionKind::Read(args) = &kind {
+                    // The hash of what was read: a file that changed meanwhile gets none.
+                    let before = files::content_hash(abs);
+                    let observation = files::read(args, ctx, editor);
+                    let after = files::content_hash(abs);
+                    let content_hash = before.filter(|b| Some(b) == after.as_ref());
+                    return Ok(Executed {
+                        observation,
+                        content_hash,
+                    });
+                }
+                let _held = writes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(expected) = &conditions.if_match {
+                    let now = files::content_hash(abs);
+                    if now.as_ref() != Some(expected) {
+                        let what = match now {
+                            Some(now) => format!("its content hash is now {now}"),
+                            None => "it is no longer a readable regular file".to_owned(),
+                        };
+                        return Err(PreconditionFailed(format!(
+                            "{} changed since it was read: {what}, not {expected}. The action was not run: read the file again and retry.",
+                            abs.display()
+                        )));
+                    }
+                }
+                let observation = match &kind {
+                    ActionKind::Write(args) => files::write(args, ctx),
+                    ActionKind::Edit(args) => editor.edit(args, ctx),
+                    _ => observations::error("ERROR: not a file action."),
+                };
+                Ok(Executed {
+                    observation,
+                    content_hash: files::content_hash(abs),
+                })
+            })
+            .await;
+        let mut executed = match outcome {
+            Some(outcome) => outcome?,
+            None => Executed {
+                observation: observations::error("ERROR: the file action failed unexpectedly."),
+                content_hash: None,
+            },
+        };
+        executed.observation.cause = cause;
+        executed.observation.tool_call_metadata = metadata;
+        Ok(executed)
+    }
+
     /// Runs one action of a runnable kind.
     async fn dispatch(&self, kind: ActionKind, timeout: Option<f64>) -> Observation {
         match kind {
             ActionKind::Run(args) => self.run(args, timeout).await,
             ActionKind::RunIpython(args) => self.ipython.run(args, timeout, self.cwd()).await,
             ActionKind::Read(args) => {
-                self.with_files(move |ctx, editor| files::read(&args, ctx, editor))
+                self.file_action(move |ctx, editor| files::read(&args, ctx, editor))
                     .await
             }
             ActionKind::Write(args) => {
-                self.with_files(move |ctx, _| files::write(&args, ctx))
+                self.file_action(move |ctx, _| files::write(&args, ctx))
                     .await
             }
             ActionKind::Edit(args) => {
-                self.with_files(move |ctx, editor| editor.edit(&args, ctx))
+                self.file_action(move |ctx, editor| editor.edit(&args, ctx))
                     .await
             }
             ActionKind::Browse(_) | ActionKind::BrowseInteractive(_) => {
@@ -260,22 +359,39 @@ impl Executor {
     }
 
     /// Runs a file action on a blocking thread, resolving paths against the shell's current
-    /// directory at the moment the action arrived.
-    async fn with_files<F>(&self, op: F) -> Observation
+    /// directory at the moment the action arrived. `None`: it panicked (logged).
+    async fn with_files<T, F>(&self, op: F) -> Option<T>
     where
-        F: FnOnce(&FileContext<'_>, &Editor) -> Observation + Send + 'static,
+        F: FnOnce(&FileContext<'_>, &Editor) -> T + Send + 'static,
+        T: Send + 'static,
     {
         let (cwd, initial, owner) = (self.cwd(), self.working_dir.clone(), self.owner);
         let editor = self.editor.clone();
-        blocking(move || {
+        let task = tokio::task::spawn_blocking(move || {
             let ctx = FileContext {
                 cwd: &cwd,
                 initial_dir: &initial,
                 owner,
             };
             op(&ctx, &editor)
-        })
-        .await
+        });
+        match task.await {
+            Ok(value) => Some(value),
+            Err(e) => {
+                tracing::error!(error = %e, "file action failed");
+                None
+            }
+        }
+    }
+
+    /// [`Executor::with_files`] for an action that answers with an observation.
+    async fn file_action<F>(&self, op: F) -> Observation
+    where
+        F: FnOnce(&FileContext<'_>, &Editor) -> Observation + Send + 'static,
+    {
+        self.with_files(op)
+            .await
+            .unwrap_or_else(|| observations::error("ERROR: the file action failed unexpectedly."))
     }
 
     async fn run(&self, args: CmdRunArgs, timeout: Option<f64>) -> Observation {
@@ -332,16 +448,5 @@ fn refuse_timeout(action: &Action) -> Option<Observation> {
         )),
         ActionKind::RunIpython(_) => Some(observations::error(message)),
         _ => None,
-    }
-}
-
-/// Runs file-system work on the blocking pool; a panic there becomes an error observation.
-async fn blocking(f: impl FnOnce() -> Observation + Send + 'static) -> Observation {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(obs) => obs,
-        Err(e) => {
-            tracing::error!(error = %e, "file action failed");
-            observations::error("ERROR: the file action failed unexpectedly.")
-        }
     }
 }

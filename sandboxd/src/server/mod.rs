@@ -13,18 +13,23 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use protocol::action::ActionKind;
 use protocol::api::{
     AliveResponse, ConfigureRequest, ErrorResponse, KillAllResponse, McpStdioServer, ServerInfo,
     UpdateMcpServerResponse, UploadResponse,
 };
+use protocol::api::{IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER};
 use protocol::{Action, ActionType};
 use serde::Deserialize;
 use serde_json::Value;
+use std::future::Future;
 
-use crate::executor::Executor;
+use crate::executor::{Conditions, Executor};
 use crate::sysinfo::{self, CpuMeter};
 use crate::transfer::{self, TransferError};
+use idempotency::{Answer, Claim, Idempotency};
 
+mod idempotency;
 mod mcp;
 
 /// The OpenAPI document served at `/openapi.json`.
@@ -38,6 +43,8 @@ struct AppState {
     started: Instant,
     last_action: Mutex<Instant>,
     cpu: CpuMeter,
+    /// The idempotency keys seen and their answers.
+    idempotency: Arc<Idempotency>,
 }
 
 /// Limits of the HTTP layer.
@@ -58,6 +65,7 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
         started: Instant::now(),
         last_action: Mutex::new(Instant::now()),
         cpu: CpuMeter::default(),
+        idempotency: Arc::default(),
     });
     let protected = Router::new()
         .route("/execute_action", post(execute_action))
@@ -330,29 +338,179 @@ fn invalid_request(errors: String) -> Response {
     (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(body)).into_response()
 }
 
-async fn execute_action(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => return invalid_request(format!("body is not valid JSON: {e}")),
-    };
-    let Value::Object(mut body) = value else {
-        return invalid_request("body must be a JSON object with an `action` member".to_owned());
-    };
-    let Some(action) = body.remove("action") else {
-        return invalid_request("field `action` is required".to_owned());
-    };
-    let action = match decode_action(action) {
-        Ok(a) => a,
-        Err(e) => return internal(format!("Internal server error: {e}")),
-    };
+/// One `/execute_action` request, decoded: the action and what the request asks beside it.
+#[derive(Debug)]
+struct ActionRequest {
+    action: Action,
+    conditions: Conditions,
+    /// `Idempotency-Key`, checked.
+    key: Option<String>,
+    /// What a repeated key must repeat: the body and the conditions.
+    fingerprint: [u8; 32],
+}
+
+impl ActionRequest {
+    /// Decodes the body and the headers; `Err` is the answer that refuses them.
+    fn decode(endpoint: &str, headers: &HeaderMap, body: &[u8]) -> Result<Self, Box<Response>> {
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| Box::new(invalid_request(format!("body is not valid JSON: {e}"))))?;
+        let Value::Object(mut map) = value else {
+            return Err(Box::new(invalid_request(
+                "body must be a JSON object with an `action` member".to_owned(),
+            )));
+        };
+        let Some(action) = map.remove("action") else {
+            return Err(Box::new(invalid_request(
+                "field `action` is required".to_owned(),
+            )));
+        };
+        let action = decode_action(action)
+            .map_err(|e| Box::new(internal(format!("Internal server error: {e}"))))?;
+        let if_match = match headers.get(IF_MATCH_HEADER) {
+            None => None,
+            Some(value) => {
+                let value = value.to_str().unwrap_or_default();
+                Some(
+                    crate::files::parse_expected(value)
+                        .map_err(|e| Box::new(detail(StatusCode::BAD_REQUEST, e)))?,
+                )
+            }
+        };
+        if if_match.is_some() && !matches!(action.kind, ActionKind::Write(_) | ActionKind::Edit(_))
+        {
+            return Err(Box::new(detail(
+                StatusCode::BAD_REQUEST,
+                "If-Match applies to `write` and `edit` actions only",
+            )));
+        }
+        let key = match headers.get(IDEMPOTENCY_KEY_HEADER) {
+            None => None,
+            Some(value) => Some(
+                idempotency::check_key(value.as_bytes())
+                    .map_err(|e| Box::new(detail(StatusCode::BAD_REQUEST, e)))?,
+            ),
+        };
+        let fingerprint = idempotency::fingerprint(
+            endpoint,
+            &[body, if_match.as_deref().unwrap_or_default().as_bytes()],
+        );
+        Ok(ActionRequest {
+            action,
+            conditions: Conditions { if_match },
+            key,
+            fingerprint,
+        })
+    }
+}
+
+/// Runs `action` and makes its answer: the observation (with the file's content hash as
+/// `ETag`), or 412 when a condition failed.
+async fn answer_action(state: &AppState, action: Action, conditions: Conditions) -> Answer {
     if let Ok(mut last) = state.last_action.lock() {
         *last = Instant::now();
     }
-    let obs = state.executor.execute(action).await;
+    let executed = state.executor.execute_with(action, conditions).await;
     if let Ok(mut last) = state.last_action.lock() {
         *last = Instant::now();
     }
-    axum::Json(obs).into_response()
+    match executed {
+        Ok(executed) => Answer {
+            status: StatusCode::OK.as_u16(),
+            etag: executed.content_hash.map(|h| format!("\"{h}\"")),
+            body: json_bytes(&executed.observation),
+        },
+        Err(refused) => Answer {
+            status: StatusCode::PRECONDITION_FAILED.as_u16(),
+            etag: None,
+            body: json_bytes(&ErrorResponse {
+                detail: refused.to_string(),
+                errors: None,
+            }),
+        },
+    }
+}
+
+fn json_bytes(value: &impl serde::Serialize) -> Bytes {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => Bytes::from(bytes),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot encode an answer");
+            Bytes::from_static(b"{\"detail\":\"cannot encode the answer\"}")
+        }
+    }
+}
+
+fn answer_response(answer: Answer) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        answer.body,
+    )
+        .into_response();
+    if let Some(etag) = answer.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
+}
+
+/// Runs `make` once for `key` (see [`idempotency`]): in a task of its own, so that it ends
+/// and is remembered even when this request's client is gone; a repeated key waits for the
+/// first answer. `Err` is the refusal of a key reused with another request.
+async fn once<F>(
+    state: &Arc<AppState>,
+    key: Option<String>,
+    fingerprint: [u8; 32],
+    make: F,
+) -> Result<Answer, Response>
+where
+    F: Future<Output = Answer> + Send + 'static,
+{
+    let Some(key) = key else {
+        return Ok(make.await);
+    };
+    match state.idempotency.claim(key, fingerprint) {
+        Claim::Mismatch => Err(detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "this Idempotency-Key was already used with a different request",
+        )),
+        Claim::Replay(answer) => idempotency::wait(answer).await.ok_or_else(|| {
+            detail(
+                StatusCode::CONFLICT,
+                "the first request with this Idempotency-Key failed without an answer; send it again",
+            )
+        }),
+        Claim::Run(pending) => {
+            let task = tokio::spawn(async move {
+                let answer = make.await;
+                pending.finish(answer.clone());
+                answer
+            });
+            task.await.map_err(|e| {
+                tracing::error!(error = %e, "an action task failed");
+                internal("Internal server error: the action failed unexpectedly")
+            })
+        }
+    }
+}
+
+async fn execute_action(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request = match ActionRequest::decode("/execute_action", &headers, &body) {
+        Ok(request) => request,
+        Err(refusal) => return *refusal,
+    };
+    let run = {
+        let state = state.clone();
+        async move { answer_action(&state, request.action, request.conditions).await }
+    };
+    match once(&state, request.key, request.fingerprint, run).await {
+        Ok(answer) => answer_response(answer),
+        Err(refusal) => refusal,
+    }
 }
 
 /// Runs blocking transfer work off the async threads.

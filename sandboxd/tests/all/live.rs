@@ -1,0 +1,170 @@
+//! Live sandboxes (issue 20): exactly-once actions, conditional writes, streamed output and
+//! attaching, named shells, processes and signals, terminals over WebSocket.
+
+use std::time::Duration;
+
+use client::{ClientError, ExecuteOptions, SandboxClient};
+use protocol::action::{FileEditArgs, FileReadArgs, FileWriteArgs};
+use protocol::{Action, ActionKind};
+use serde_json::json;
+
+use crate::common::*;
+
+fn typed(sb: &Sandbox) -> SandboxClient {
+    SandboxClient::new(&sb.url, Some(KEY.to_owned())).unwrap()
+}
+
+/// A retried request with the same key runs its command once, also when the first request's
+/// client gave up before the answer: the retry waits for it (a counter file proves it).
+#[tokio::test]
+async fn a_retried_request_with_the_same_key_runs_its_command_once() {
+    let sb = Sandbox::start().await;
+    let counter = sb.ws.join("counter");
+    let body = json!({"action": {"action": "run", "args": {
+        "command": format!("echo ran >> {} && sleep 1 && echo done", counter.display()),
+        "blocking": true}, "timeout": 30}});
+    let send = |timeout: Duration| {
+        sb.request(reqwest::Method::POST, "/execute_action")
+            .header("Idempotency-Key", "job-1")
+            .timeout(timeout)
+            .json(&body)
+            .send()
+    };
+    // The first client gives up while the command runs; the command goes on.
+    let first = send(Duration::from_millis(300)).await;
+    assert!(first.is_err(), "{first:?}");
+    let retry = send(Duration::from_secs(30)).await.unwrap();
+    assert_eq!(retry.status(), 200);
+    let obs: serde_json::Value = retry.json().await.unwrap();
+    assert_output(&obs, "done");
+    let again: serde_json::Value = send(Duration::from_secs(30))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again, obs, "a finished key replays its answer");
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "ran\n");
+
+    // The typed client: the same key with another request is refused, a new key runs.
+    let c = typed(&sb);
+    let other = client::run_action("echo other", None);
+    let err = c
+        .execute_with(&other, &ExecuteOptions::idempotent("job-1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ClientError::Http { status: 422, detail, .. } if detail.contains("different request")),
+        "{err}"
+    );
+    let run = c
+        .execute_with(&other, &ExecuteOptions::idempotent("job-2"))
+        .await
+        .unwrap();
+    assert_eq!(run.observation.content, "other");
+    // A bad key is one clear 400.
+    let (status, body) = {
+        let resp = sb
+            .request(reqwest::Method::POST, "/execute_action")
+            .header("Idempotency-Key", "x".repeat(300))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    };
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("Idempotency-Key"), "{body}");
+}
+
+/// `read` answers with the file's content hash; a `write` or `edit` that names the hash it
+/// read is refused with 412 when the file changed since (the loser of a race), and the file
+/// keeps the winner's content.
+#[tokio::test]
+async fn a_conditional_write_that_lost_the_race_is_refused() {
+    let sb = Sandbox::start().await;
+    let c = typed(&sb);
+    let path = format!("{}/shared.txt", sb.ws_str());
+    std::fs::write(&path, "v1\n").unwrap();
+    let read = |path: &str| Action::from(ActionKind::Read(FileReadArgs::new(path)));
+    let seen = c
+        .execute_with(&read(&path), &ExecuteOptions::default())
+        .await
+        .unwrap();
+    let hash = seen.content_hash.expect("a read gives the content hash");
+    assert!(hash.starts_with("sha256:") && hash.len() == 71, "{hash}");
+
+    // Two writers read the same version; the first wins, the second is refused.
+    let write =
+        |content: &str| Action::from(ActionKind::Write(FileWriteArgs::new(path.clone(), content)));
+    let won = c
+        .execute_with(&write("winner"), &ExecuteOptions::if_match(&hash))
+        .await
+        .unwrap();
+    assert_eq!(won.observation.content, "");
+    let new_hash = won.content_hash.expect("a write gives the new hash");
+    assert_ne!(new_hash, hash);
+    let lost = c
+        .execute_with(&write("loser"), &ExecuteOptions::if_match(&hash))
+        .await
+        .unwrap_err();
+    match &lost {
+        ClientError::Http { status, detail, .. } => {
+            assert_eq!(*status, 412);
+            assert!(detail.contains("changed since it was read"), "{detail}");
+            assert!(detail.contains(&new_hash), "{detail}");
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "winner\n");
+
+    // `edit` too; with the current hash it goes through and gives the next one.
+    let mut edit = FileEditArgs::new(&path, "str_replace");
+    edit.old_str = Some("winner".into());
+    edit.new_str = Some("edited".into());
+    let edit = Action::from(ActionKind::Edit(edit));
+    let err = c
+        .execute_with(&edit, &ExecuteOptions::if_match(&hash))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 412, .. }),
+        "{err}"
+    );
+    let done = c
+        .execute_with(&edit, &ExecuteOptions::if_match(&new_hash))
+        .await
+        .unwrap();
+    assert!(
+        done.observation.content.contains("has been edited"),
+        "{:?}",
+        done.observation
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "edited\n");
+    // A file that is gone fails the condition; a malformed hash is a 400.
+    std::fs::remove_file(&path).unwrap();
+    let err = c
+        .execute_with(
+            &write("again"),
+            &ExecuteOptions::if_match(done.content_hash.unwrap()),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ClientError::Http { status: 412, detail, .. } if detail.contains("no longer")),
+        "{err}"
+    );
+    let err = c
+        .execute_with(&write("again"), &ExecuteOptions::if_match("md5:x"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 400, .. }),
+        "{err}"
+    );
+    // Without conditions nothing changes: the plain API answers as before.
+    let obs = sb
+        .act(json!({"action": "write", "args": {"path": path, "content": "plain"}}))
+        .await;
+    assert_eq!(obs["observation"], "write");
+}
