@@ -793,7 +793,7 @@ fn upload_zip_name() -> String {
 
 mod live;
 
-pub use live::{ExecuteOptions, Executed};
+pub use live::{EventStream, ExecuteOptions, Executed};
 
 #[cfg(test)]
 mod tests;

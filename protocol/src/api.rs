@@ -175,3 +175,43 @@ pub const IF_MATCH_HEADER: &str = "if-match";
 /// file's content hash, `"sha256:HEX"` (HEX: the SHA-256 of its bytes, lower case), quoted as
 /// HTTP entity tags are.
 pub const ETAG_HEADER: &str = "etag";
+
+/// One line of an NDJSON stream (a sandboxd extension): `POST /execute_action/stream` sends
+/// `output` lines while the action runs, then one `observation` (the one `/execute_action`
+/// would have answered) or one `error`; `GET /shells/{id}/attach` sends `output` lines and
+/// `end` when the command ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// Output as it was produced: whole rendered lines of a command, text of a cell.
+    Output {
+        /// The text.
+        data: String,
+        /// Bytes of output before `data` that this reader missed (it fell more than the
+        /// kept output behind); absent when none.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        skipped: u64,
+    },
+    /// The action's observation: the stream's last line.
+    Observation {
+        /// The observation, as `/execute_action` answers it.
+        observation: Box<crate::Observation>,
+    },
+    /// The action was refused after the stream began (a failed `If-Match`, a reused key):
+    /// the stream's last line, with the status `/execute_action` would have answered.
+    Error {
+        /// The HTTP status `/execute_action` would have answered.
+        status: u16,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The attached command ended: the stream's last line.
+    End,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The media type of sandboxd's streams: one JSON value per line.
+pub const NDJSON_CONTENT_TYPE: &str = "application/x-ndjson";

@@ -17,6 +17,7 @@ use protocol::{Action, Observation};
 
 use crate::agent_procs;
 use crate::bash::{BashShell, ShellConfig, ShellError};
+use crate::feed::{FeedReader, Tap};
 use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
 use crate::mcp::{Launch, McpServers};
@@ -92,6 +93,14 @@ pub(crate) struct Executed {
     pub(crate) content_hash: Option<String>,
 }
 
+/// The id of the main shell, the reference's persistent session.
+pub(crate) const DEFAULT_SHELL: &str = "default";
+
+/// A shell id that names no shell.
+#[derive(Debug, thiserror::Error)]
+#[error("no shell {0:?}")]
+pub(crate) struct UnknownShell(String);
+
 /// A conditional action refused because its file is no longer what the caller read.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -164,7 +173,7 @@ impl Executor {
         if !env.is_empty() {
             let mut args = CmdRunArgs::new(crate::configure::export_command(env));
             args.hidden = true;
-            let obs = self.bash.run(args, Some(30.0)).await;
+            let obs = self.bash.run(args, Some(30.0), None).await;
             if crate::configure::exit_code(&obs) != Some(0) {
                 return Err(format!(
                     "the shell did not take the environment: {}",
@@ -247,10 +256,15 @@ impl Executor {
     /// taken from the action. Only runnable types other than `call_tool_mcp` (which the host
     /// runs) may be passed (see [`protocol::ActionType::is_runnable`]).
     pub(crate) async fn execute(&self, action: Action) -> Observation {
+        self.execute_tapped(action, None).await
+    }
+
+    /// [`Executor::execute`], handing the live output of a `run` or `run_ipython` to `tap`.
+    async fn execute_tapped(&self, action: Action, tap: Option<Tap>) -> Observation {
         let mut obs = if let Some(refusal) = refuse_timeout(&action) {
             refusal
         } else {
-            self.dispatch(action.kind, action.timeout).await
+            self.dispatch(action.kind, action.timeout, tap).await
         };
         obs.cause = action.id.filter(|id| *id >= 0);
         obs.tool_call_metadata = action.tool_call_metadata;
@@ -259,11 +273,13 @@ impl Executor {
 
     /// Like [`Executor::execute`], with the request's `conditions` and the content hash of the
     /// file a file action touched. A `write` or `edit` whose `if_match` is not its file's
-    /// content hash is refused and does nothing.
+    /// content hash is refused and does nothing. `tap` gets the live output of a `run` or
+    /// `run_ipython` once it runs (never for other actions).
     pub(crate) async fn execute_with(
         &self,
         action: Action,
         conditions: Conditions,
+        tap: Option<Tap>,
     ) -> Result<Executed, PreconditionFailed> {
         let path = match &action.kind {
             ActionKind::Read(args) => args.path.clone(),
@@ -271,7 +287,7 @@ impl Executor {
             ActionKind::Edit(args) => args.path.clone(),
             _ => {
                 return Ok(Executed {
-                    observation: self.execute(action).await,
+                    observation: self.execute_tapped(action, tap).await,
                     content_hash: None,
                 });
             }
@@ -332,10 +348,15 @@ impl Executor {
     }
 
     /// Runs one action of a runnable kind.
-    async fn dispatch(&self, kind: ActionKind, timeout: Option<f64>) -> Observation {
+    async fn dispatch(
+        &self,
+        kind: ActionKind,
+        timeout: Option<f64>,
+        tap: Option<Tap>,
+    ) -> Observation {
         match kind {
-            ActionKind::Run(args) => self.run(args, timeout).await,
-            ActionKind::RunIpython(args) => self.ipython.run(args, timeout, self.cwd()).await,
+            ActionKind::Run(args) => self.run(args, timeout, tap).await,
+            ActionKind::RunIpython(args) => self.ipython.run(args, timeout, self.cwd(), tap).await,
             ActionKind::Read(args) => {
                 self.file_action(move |ctx, editor| files::read(&args, ctx, editor))
                     .await
@@ -394,9 +415,18 @@ impl Executor {
             .unwrap_or_else(|| observations::error("ERROR: the file action failed unexpectedly."))
     }
 
-    async fn run(&self, args: CmdRunArgs, timeout: Option<f64>) -> Observation {
+    /// A reader of the output of the command running in shell `id`, from the oldest line
+    /// kept; `None` when none runs.
+    pub(crate) fn attach(&self, id: &str) -> Result<Option<FeedReader>, UnknownShell> {
+        if id != DEFAULT_SHELL {
+            return Err(UnknownShell(id.to_owned()));
+        }
+        Ok(self.bash.attach())
+    }
+
+    async fn run(&self, args: CmdRunArgs, timeout: Option<f64>, tap: Option<Tap>) -> Observation {
         if !args.is_static {
-            return self.bash.run(args, timeout).await;
+            return self.bash.run(args, timeout, tap).await;
         }
         // A fresh shell for this one command; dropping the handle kills it and its children.
         let cwd = args
@@ -420,7 +450,7 @@ impl Executor {
             );
         }
         match BashShell::start(self.shells.clone(), cwd).await {
-            Ok(session) => session.run(args, timeout).await,
+            Ok(session) => session.run(args, timeout, tap).await,
             Err(e) => {
                 tracing::error!(error = %e, "cannot start a static shell");
                 observations::run(

@@ -22,6 +22,7 @@ mod config;
 mod configure;
 mod egress;
 mod executor;
+mod feed;
 mod files;
 mod ipython;
 mod keeper;

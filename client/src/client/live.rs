@@ -1,6 +1,6 @@
 //! sandboxd's extensions beyond OpenHands' API: exactly-once and conditional actions.
 
-use protocol::api::{ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER};
+use protocol::api::{ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER, StreamEvent};
 use protocol::{Action, Observation};
 use reqwest::Method;
 
@@ -65,13 +65,7 @@ impl SandboxClient {
         if let Some(timeout) = execute_http_timeout(action.timeout) {
             builder = builder.timeout(timeout);
         }
-        if let Some(key) = &options.idempotency_key {
-            builder = builder.header(IDEMPOTENCY_KEY_HEADER, key);
-        }
-        if let Some(hash) = &options.if_match {
-            builder = builder.header(IF_MATCH_HEADER, format!("\"{hash}\""));
-        }
-        let request = self.build(builder)?;
+        let request = self.build(with_options(builder, options))?;
         let (headers, body) = self.send_full(request, "/execute_action").await?;
         let content_hash = headers
             .get(ETAG_HEADER)
@@ -82,4 +76,145 @@ impl SandboxClient {
             content_hash,
         })
     }
+}
+
+/// A stream of [`StreamEvent`]s from sandboxd (NDJSON, one event per line):
+/// [`SandboxClient::execute_stream`] and [`SandboxClient::attach`].
+#[derive(Debug)]
+pub struct EventStream {
+    response: reqwest::Response,
+    buf: Vec<u8>,
+    endpoint: &'static str,
+    url: String,
+}
+
+impl EventStream {
+    /// The next event; `None` after the last one (the connection ended).
+    pub async fn next(&mut self) -> Result<Option<StreamEvent>, ClientError> {
+        loop {
+            if let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=end).collect();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                return decode(&line[..end], self.endpoint).map(Some);
+            }
+            let chunk =
+                self.response.chunk().await.map_err(|err| {
+                    ClientError::from_transport(err, &self.url, self.endpoint, None)
+                })?;
+            match chunk {
+                Some(chunk) => self.buf.extend_from_slice(&chunk),
+                None if self.buf.iter().all(u8::is_ascii_whitespace) => return Ok(None),
+                None => {
+                    let rest = std::mem::take(&mut self.buf);
+                    return decode(&rest, self.endpoint).map(Some);
+                }
+            }
+        }
+    }
+}
+
+impl SandboxClient {
+    /// `POST /execute_action/stream`: runs `action` like [`SandboxClient::execute_with`] and
+    /// streams its output as it is produced ([`StreamEvent::Output`]), then its observation
+    /// ([`StreamEvent::Observation`], the one `/execute_action` answers) or a refusal
+    /// ([`StreamEvent::Error`]). Only `run` and `run_ipython` have output to stream.
+    pub async fn execute_stream(
+        &self,
+        action: &Action,
+        options: &ExecuteOptions,
+    ) -> Result<EventStream, ClientError> {
+        const ENDPOINT: &str = "/execute_action/stream";
+        let mut builder = self
+            .request(Method::POST, "execute_action/stream")?
+            .json(&serde_json::json!({ "action": action }));
+        if let Some(timeout) = execute_http_timeout(action.timeout) {
+            builder = builder.timeout(timeout);
+        }
+        builder = with_options(builder, options);
+        self.stream(builder, ENDPOINT).await
+    }
+
+    /// [`SandboxClient::execute_stream`] to the end: calls `on_output` with each piece of
+    /// output and returns the observation. A refusal is [`ClientError::Http`] with the
+    /// status `/execute_action` would have answered.
+    pub async fn execute_streamed(
+        &self,
+        action: &Action,
+        options: &ExecuteOptions,
+        mut on_output: impl FnMut(&str),
+    ) -> Result<Observation, ClientError> {
+        let mut events = self.execute_stream(action, options).await?;
+        while let Some(event) = events.next().await? {
+            match event {
+                StreamEvent::Output { data, .. } => on_output(&data),
+                StreamEvent::Observation { observation } => return Ok(*observation),
+                StreamEvent::Error { status, detail } => {
+                    return Err(ClientError::Http {
+                        status,
+                        detail,
+                        errors: None,
+                    });
+                }
+                StreamEvent::End => break,
+            }
+        }
+        Err(ClientError::Decode {
+            endpoint: "/execute_action/stream",
+            reason: "the stream ended without an observation".to_owned(),
+        })
+    }
+
+    /// `GET /shells/{shell}/attach`: the output of the command running in `shell` (`default`:
+    /// the main one), from the oldest line kept, then [`StreamEvent::End`] when it ends.
+    /// HTTP 409 when no command runs there, 404 when there is no such shell.
+    pub async fn attach(&self, shell: &str) -> Result<EventStream, ClientError> {
+        let url = self.endpoint(&format!("shells/{}/attach", path_segment(shell)))?;
+        let builder = self.request_to(Method::GET, url);
+        self.stream(builder, "/shells/{id}/attach").await
+    }
+
+    async fn stream(
+        &self,
+        builder: reqwest::RequestBuilder,
+        endpoint: &'static str,
+    ) -> Result<EventStream, ClientError> {
+        let request = self.build(builder)?;
+        let url = self.describe(request.url());
+        let response = self.open(request, endpoint).await?;
+        Ok(EventStream {
+            response,
+            buf: Vec::new(),
+            endpoint,
+            url,
+        })
+    }
+}
+
+/// `text` as one URL path segment (`/`, `%`, `?`, `#` and the rest escaped).
+fn path_segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `builder` with the headers of `options`.
+fn with_options(
+    mut builder: reqwest::RequestBuilder,
+    options: &ExecuteOptions,
+) -> reqwest::RequestBuilder {
+    if let Some(key) = &options.idempotency_key {
+        builder = builder.header(IDEMPOTENCY_KEY_HEADER, key);
+    }
+    if let Some(hash) = &options.if_match {
+        builder = builder.header(IF_MATCH_HEADER, format!("\"{hash}\""));
+    }
+    builder
 }

@@ -25,12 +25,14 @@ use serde_json::Value;
 use std::future::Future;
 
 use crate::executor::{Conditions, Executor};
+use crate::feed::Tap;
 use crate::sysinfo::{self, CpuMeter};
 use crate::transfer::{self, TransferError};
 use idempotency::{Answer, Claim, Idempotency};
 
 mod idempotency;
 mod mcp;
+mod stream;
 
 /// The OpenAPI document served at `/openapi.json`.
 const OPENAPI: &str = include_str!("../../openapi.json");
@@ -69,6 +71,8 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
     });
     let protected = Router::new()
         .route("/execute_action", post(execute_action))
+        .route("/execute_action/stream", post(stream::execute_stream))
+        .route("/shells/{id}/attach", get(stream::attach))
         .route("/list_files", post(list_files))
         .route("/download_files", get(download_files))
         .route("/vscode/connection_token", get(vscode_token))
@@ -405,11 +409,16 @@ impl ActionRequest {
 
 /// Runs `action` and makes its answer: the observation (with the file's content hash as
 /// `ETag`), or 412 when a condition failed.
-async fn answer_action(state: &AppState, action: Action, conditions: Conditions) -> Answer {
+async fn answer_action(
+    state: &AppState,
+    action: Action,
+    conditions: Conditions,
+    tap: Option<Tap>,
+) -> Answer {
     if let Ok(mut last) = state.last_action.lock() {
         *last = Instant::now();
     }
-    let executed = state.executor.execute_with(action, conditions).await;
+    let executed = state.executor.execute_with(action, conditions, tap).await;
     if let Ok(mut last) = state.last_action.lock() {
         *last = Instant::now();
     }
@@ -456,13 +465,14 @@ fn answer_response(answer: Answer) -> Response {
 
 /// Runs `make` once for `key` (see [`idempotency`]): in a task of its own, so that it ends
 /// and is remembered even when this request's client is gone; a repeated key waits for the
-/// first answer. `Err` is the refusal of a key reused with another request.
+/// first answer. `Err` is the refusal of a key reused with another request (status and
+/// detail).
 async fn once<F>(
     state: &Arc<AppState>,
     key: Option<String>,
     fingerprint: [u8; 32],
     make: F,
-) -> Result<Answer, Response>
+) -> Result<Answer, (StatusCode, String)>
 where
     F: Future<Output = Answer> + Send + 'static,
 {
@@ -470,14 +480,14 @@ where
         return Ok(make.await);
     };
     match state.idempotency.claim(key, fingerprint) {
-        Claim::Mismatch => Err(detail(
+        Claim::Mismatch => Err((
             StatusCode::UNPROCESSABLE_ENTITY,
-            "this Idempotency-Key was already used with a different request",
+            "this Idempotency-Key was already used with a different request".to_owned(),
         )),
         Claim::Replay(answer) => idempotency::wait(answer).await.ok_or_else(|| {
-            detail(
+            (
                 StatusCode::CONFLICT,
-                "the first request with this Idempotency-Key failed without an answer; send it again",
+                "the first request with this Idempotency-Key failed without an answer; send it again".to_owned(),
             )
         }),
         Claim::Run(pending) => {
@@ -488,7 +498,10 @@ where
             });
             task.await.map_err(|e| {
                 tracing::error!(error = %e, "an action task failed");
-                internal("Internal server error: the action failed unexpectedly")
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Internal server error: the action failed unexpectedly".to_owned(),
+                )
             })
         }
     }
@@ -505,11 +518,11 @@ async fn execute_action(
     };
     let run = {
         let state = state.clone();
-        async move { answer_action(&state, request.action, request.conditions).await }
+        async move { answer_action(&state, request.action, request.conditions, None).await }
     };
     match once(&state, request.key, request.fingerprint, run).await {
         Ok(answer) => answer_response(answer),
-        Err(refusal) => refusal,
+        Err((status, text)) => detail(status, text),
     }
 }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use client::{ClientError, ExecuteOptions, SandboxClient};
 use protocol::action::{FileEditArgs, FileReadArgs, FileWriteArgs};
+use protocol::api::StreamEvent;
 use protocol::{Action, ActionKind};
 use serde_json::json;
 
@@ -167,4 +168,140 @@ async fn a_conditional_write_that_lost_the_race_is_refused() {
         .act(json!({"action": "write", "args": {"path": path, "content": "plain"}}))
         .await;
     assert_eq!(obs["observation"], "write");
+}
+
+/// A 5-second command streamed arrives in at least 5 chunks as it is produced, and its final
+/// observation is the one `/execute_action` answers for the same command (but for the name of
+/// its full-output file).
+#[tokio::test]
+async fn a_streamed_command_arrives_in_chunks_and_ends_with_the_plain_observation() {
+    let sb = Sandbox::start().await;
+    let c = typed(&sb);
+    let command = "for i in 1 2 3 4 5; do echo tick $i; sleep 1; done";
+    let action = client::run_action(command, Some(30.0));
+    let started = std::time::Instant::now();
+    let mut events = c
+        .execute_stream(&action, &ExecuteOptions::default())
+        .await
+        .unwrap();
+    let mut chunks = Vec::new();
+    let observation = loop {
+        match events.next().await.unwrap().expect("a last line") {
+            StreamEvent::Output { data, skipped } => {
+                assert_eq!(skipped, 0);
+                chunks.push((started.elapsed(), data));
+            }
+            StreamEvent::Observation { observation } => break *observation,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(events.next().await.unwrap().is_none());
+    assert!(chunks.len() >= 5, "{chunks:?}");
+    // Live: the first tick long before the command's end.
+    assert!(chunks[0].0 < Duration::from_secs(3), "{chunks:?}");
+    let text: String = chunks.iter().map(|(_, d)| d.as_str()).collect();
+    assert_eq!(text, "tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n");
+    let plain = c.execute(&action).await.unwrap();
+    let unnamed = |o: &protocol::Observation| {
+        let mut v = serde_json::to_value(o).unwrap();
+        v["extras"]["metadata"]["suffix"].take();
+        v["extras"]["full_output_path"].take();
+        v
+    };
+    assert_eq!(unnamed(&observation), unnamed(&plain));
+    assert_eq!(observation.content, plain.content);
+    // The raw NDJSON: one JSON value per line, the observation's JSON as /execute_action's.
+    let resp = sb
+        .request(reqwest::Method::POST, "/execute_action/stream")
+        .json(&json!({"action": {"action": "run", "args": {"command": "echo raw"}, "timeout": 30}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "application/x-ndjson");
+    let body = resp.text().await.unwrap();
+    let lines: Vec<serde_json::Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0], json!({"type": "output", "data": "raw\n"}));
+    assert_eq!(lines.last().unwrap()["type"], "observation");
+    assert_eq!(lines.last().unwrap()["observation"]["content"], "raw");
+}
+
+/// An IPython cell streams its prints as they come.
+#[tokio::test]
+async fn a_streamed_cell_arrives_in_chunks() {
+    let sb = Sandbox::with_args(&["--python", crate::ipython::PYTHON]).await;
+    let c = typed(&sb);
+    let action: Action = serde_json::from_value(json!({"action": "run_ipython", "args": {
+        "code": "import time\nfor i in range(3):\n    print('cell', i, flush=True)\n    time.sleep(0.5)"},
+        "timeout": 60}))
+    .unwrap();
+    let mut chunks = Vec::new();
+    let obs = c
+        .execute_streamed(&action, &ExecuteOptions::default(), |d| {
+            chunks.push(d.to_owned())
+        })
+        .await
+        .unwrap();
+    assert!(chunks.len() >= 3, "{chunks:?}");
+    assert_eq!(chunks.concat(), "cell 0\ncell 1\ncell 2\n");
+    assert!(
+        obs.content.starts_with("cell 0\ncell 1\ncell 2"),
+        "{}",
+        obs.content
+    );
+}
+
+/// Another connection attaches to a running command: it gets what was printed so far, the
+/// rest as it comes and the end; with no command running, 409.
+#[tokio::test]
+async fn another_connection_attaches_to_a_running_command() {
+    let sb = Sandbox::start().await;
+    let c = typed(&sb);
+    let err = c.attach("default").await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 409, .. }),
+        "{err}"
+    );
+    let err = c.attach("nope").await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 404, .. }),
+        "{err}"
+    );
+    let marker = sb.ws.join("go");
+    let command = format!(
+        "echo before; while [ ! -e {} ]; do sleep 0.1; done; echo after",
+        marker.display()
+    );
+    let runner = {
+        let c = typed(&sb);
+        tokio::spawn(async move { c.run(&command, Some(60.0)).await.unwrap() })
+    };
+    // Attach once the command printed its first line.
+    let mut events = loop {
+        match c.attach("default").await {
+            Ok(mut events) => match events.next().await.unwrap() {
+                Some(StreamEvent::Output { data, .. }) => {
+                    assert_eq!(data, "before\n");
+                    break events;
+                }
+                other => panic!("{other:?}"),
+            },
+            Err(ClientError::Http { status: 409, .. }) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    std::fs::write(&marker, "").unwrap();
+    assert_eq!(
+        events.next().await.unwrap(),
+        Some(StreamEvent::Output {
+            data: "after\n".into(),
+            skipped: 0
+        })
+    );
+    assert_eq!(events.next().await.unwrap(), Some(StreamEvent::End));
+    assert_eq!(runner.await.unwrap().content, "before\nafter");
 }
