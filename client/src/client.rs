@@ -793,7 +793,7 @@ fn upload_zip_name() -> String {
 
 mod live;
 
-pub use live::{EventStream, ExecuteOptions, Executed};
+pub use live::{EventStream, ExecuteOptions, Executed, SHELL_TIMEOUT};
 
 #[cfg(test)]
 mod tests;

@@ -215,3 +215,33 @@ fn is_zero(n: &u64) -> bool {
 
 /// The media type of sandboxd's streams: one JSON value per line.
 pub const NDJSON_CONTENT_TYPE: &str = "application/x-ndjson";
+
+/// Body of `POST /shells` (a sandboxd extension): a new named bash shell, with its own working
+/// directory, environment and history. `run` actions name it in the body of
+/// `/execute_action` (`{"action": ..., "shell": ID}`); without a name they run in the
+/// `default` shell, the reference's persistent session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CreateShellRequest {
+    /// The shell's id: 1 to 64 letters, digits, `-`, `_` and `.`; made up when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Its first working directory; relative to the sandbox's working directory; that
+    /// directory when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Variables exported in it, on top of the sandbox's environment.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// A bash shell as `POST /shells` and `GET /shells` describe it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShellInfo {
+    /// Its id (`default`: the main shell).
+    pub id: String,
+    /// Its working directory after its last command.
+    pub cwd: Option<String>,
+    /// Whether a command runs in it now.
+    pub running: bool,
+}

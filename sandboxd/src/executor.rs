@@ -22,6 +22,7 @@ use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
 use crate::mcp::{Launch, McpServers};
 use crate::observations;
+use crate::shells::{Shells, UnknownShell};
 use crate::user::RunAs;
 
 /// What the executor needs to start.
@@ -63,8 +64,8 @@ pub enum StartError {
 #[derive(Debug)]
 pub(crate) struct Executor {
     working_dir: PathBuf,
-    shells: Arc<ShellConfig>,
-    bash: BashShell,
+    shell_config: Arc<ShellConfig>,
+    shells: Shells,
     editor: Arc<Editor>,
     owner: Option<(u32, u32)>,
     ipython: IPython,
@@ -82,6 +83,8 @@ pub(crate) struct Executor {
 pub(crate) struct Conditions {
     /// The content hash (`sha256:HEX`) a `write` or `edit` expects its file to have.
     pub(crate) if_match: Option<String>,
+    /// The shell a `run` runs in and relative paths resolve in (`None`: the default one).
+    pub(crate) shell: Option<String>,
 }
 
 /// An action's observation with what the HTTP layer says beside it.
@@ -93,18 +96,16 @@ pub(crate) struct Executed {
     pub(crate) content_hash: Option<String>,
 }
 
-/// The id of the main shell, the reference's persistent session.
-pub(crate) const DEFAULT_SHELL: &str = "default";
-
-/// A shell id that names no shell.
+/// Why an action was not run.
 #[derive(Debug, thiserror::Error)]
-#[error("no shell {0:?}")]
-pub(crate) struct UnknownShell(String);
-
-/// A conditional action refused because its file is no longer what the caller read.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct PreconditionFailed(String);
+pub(crate) enum Refused {
+    /// A conditional action whose file is no longer what the caller read.
+    #[error("{0}")]
+    Precondition(String),
+    /// The shell it names does not exist.
+    #[error(transparent)]
+    Shell(#[from] UnknownShell),
+}
 
 impl Executor {
     /// Starts the main bash shell.
@@ -148,10 +149,12 @@ impl Executor {
             agent_processes: config.agent_processes,
         });
         let bash = BashShell::start(shells.clone(), config.working_dir.clone()).await?;
+        let shell_config = shells.clone();
+        let shells = Shells::new(shells, config.working_dir.clone(), bash);
         Ok(Executor {
             working_dir: config.working_dir,
+            shell_config,
             shells,
-            bash,
             editor: Arc::new(Editor::new()),
             owner,
             ipython,
@@ -173,7 +176,11 @@ impl Executor {
         if !env.is_empty() {
             let mut args = CmdRunArgs::new(crate::configure::export_command(env));
             args.hidden = true;
-            let obs = self.bash.run(args, Some(30.0), None).await;
+            let obs = self
+                .shells
+                .default_shell()
+                .run(args, Some(30.0), None)
+                .await;
             if crate::configure::exit_code(&obs) != Some(0) {
                 return Err(format!(
                     "the shell did not take the environment: {}",
@@ -182,7 +189,7 @@ impl Executor {
             }
         }
         *self
-            .shells
+            .shell_config
             .env
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = env.clone();
@@ -203,10 +210,10 @@ impl Executor {
         servers: Vec<protocol::api::McpStdioServer>,
     ) -> Result<String, sandbox_common::McpServerError> {
         let launch = Launch {
-            run_as: self.shells.run_as.clone(),
+            run_as: self.shell_config.run_as.clone(),
             cwd: self.working_dir.clone(),
             env: self
-                .shells
+                .shell_config
                 .env
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -223,12 +230,12 @@ impl Executor {
     /// Kills every process the agent started except the shells and the kernel (see
     /// [`agent_procs`]); returns how many.
     pub(crate) fn kill_all(&self) -> usize {
-        agent_procs::kill_all(self.shells.agent_processes)
+        agent_procs::kill_all(self.shell_config.agent_processes)
     }
 
     /// Where the full-output files of commands are.
     pub(crate) fn output_dir(&self) -> &Path {
-        &self.shells.output_dir
+        &self.shell_config.output_dir
     }
 
     /// The initial working directory.
@@ -243,28 +250,35 @@ impl Executor {
 
     /// Whether actions can run: `Err` says which actor cannot serve and why.
     pub(crate) fn health(&self) -> Result<(), String> {
-        self.bash.health()?;
+        self.shells.default_shell().health()?;
         self.ipython.health()
     }
 
-    /// The shell's current directory (relative file paths resolve here).
-    fn cwd(&self) -> PathBuf {
-        self.bash.cwd().unwrap_or_else(|| self.working_dir.clone())
+    /// The sandbox's shells.
+    pub(crate) fn shells(&self) -> &Shells {
+        &self.shells
     }
 
     /// Executes one action and returns its observation, with `cause` and `tool_call_metadata`
     /// taken from the action. Only runnable types other than `call_tool_mcp` (which the host
     /// runs) may be passed (see [`protocol::ActionType::is_runnable`]).
     pub(crate) async fn execute(&self, action: Action) -> Observation {
-        self.execute_tapped(action, None).await
+        self.execute_tapped(action, None, self.shells.default_shell())
+            .await
     }
 
-    /// [`Executor::execute`], handing the live output of a `run` or `run_ipython` to `tap`.
-    async fn execute_tapped(&self, action: Action, tap: Option<Tap>) -> Observation {
+    /// [`Executor::execute`] in `shell`, handing the live output of a `run` or `run_ipython`
+    /// to `tap`.
+    async fn execute_tapped(
+        &self,
+        action: Action,
+        tap: Option<Tap>,
+        shell: &BashShell,
+    ) -> Observation {
         let mut obs = if let Some(refusal) = refuse_timeout(&action) {
             refusal
         } else {
-            self.dispatch(action.kind, action.timeout, tap).await
+            self.dispatch(action.kind, action.timeout, tap, shell).await
         };
         obs.cause = action.id.filter(|id| *id >= 0);
         obs.tool_call_metadata = action.tool_call_metadata;
@@ -272,7 +286,8 @@ impl Executor {
     }
 
     /// Like [`Executor::execute`], with the request's `conditions` and the content hash of the
-    /// file a file action touched. A `write` or `edit` whose `if_match` is not its file's
+    /// file a file action touched. A `run` runs in the shell `conditions` names, and relative
+    /// paths resolve in its directory. A `write` or `edit` whose `if_match` is not its file's
     /// content hash is refused and does nothing. `tap` gets the live output of a `run` or
     /// `run_ipython` once it runs (never for other actions).
     pub(crate) async fn execute_with(
@@ -280,14 +295,15 @@ impl Executor {
         action: Action,
         conditions: Conditions,
         tap: Option<Tap>,
-    ) -> Result<Executed, PreconditionFailed> {
+    ) -> Result<Executed, Refused> {
+        let shell = self.shells.get(conditions.shell.as_deref())?;
         let path = match &action.kind {
             ActionKind::Read(args) => args.path.clone(),
             ActionKind::Write(args) => args.path.clone(),
             ActionKind::Edit(args) => args.path.clone(),
             _ => {
                 return Ok(Executed {
-                    observation: self.execute_tapped(action, tap).await,
+                    observation: self.execute_tapped(action, tap, &shell).await,
                     content_hash: None,
                 });
             }
@@ -296,7 +312,7 @@ impl Executor {
         let writes = self.file_writes.clone();
         let kind = action.kind;
         let outcome = self
-            .with_files(move |ctx, editor| {
+            .with_files(&shell, move |ctx, editor| {
                 let abs = files::resolve(&path, ctx.cwd);
                 let abs = Path::new(&abs);
                 if let ActionKind::Read(args) = &kind {
@@ -318,7 +334,7 @@ impl Executor {
                             Some(now) => format!("its content hash is now {now}"),
                             None => "it is no longer a readable regular file".to_owned(),
                         };
-                        return Err(PreconditionFailed(format!(
+                        return Err(Refused::Precondition(format!(
                             "{} changed since it was read: {what}, not {expected}. The action was not run: read the file again and retry.",
                             abs.display()
                         )));
@@ -353,20 +369,24 @@ impl Executor {
         kind: ActionKind,
         timeout: Option<f64>,
         tap: Option<Tap>,
+        shell: &BashShell,
     ) -> Observation {
         match kind {
-            ActionKind::Run(args) => self.run(args, timeout, tap).await,
-            ActionKind::RunIpython(args) => self.ipython.run(args, timeout, self.cwd(), tap).await,
+            ActionKind::Run(args) => self.run(args, timeout, tap, shell).await,
+            ActionKind::RunIpython(args) => {
+                let cwd = self.shells.cwd(shell);
+                self.ipython.run(args, timeout, cwd, tap).await
+            }
             ActionKind::Read(args) => {
-                self.file_action(move |ctx, editor| files::read(&args, ctx, editor))
+                self.file_action(shell, move |ctx, editor| files::read(&args, ctx, editor))
                     .await
             }
             ActionKind::Write(args) => {
-                self.file_action(move |ctx, _| files::write(&args, ctx))
+                self.file_action(shell, move |ctx, _| files::write(&args, ctx))
                     .await
             }
             ActionKind::Edit(args) => {
-                self.file_action(move |ctx, editor| editor.edit(&args, ctx))
+                self.file_action(shell, move |ctx, editor| editor.edit(&args, ctx))
                     .await
             }
             ActionKind::Browse(_) | ActionKind::BrowseInteractive(_) => {
@@ -379,14 +399,15 @@ impl Executor {
         }
     }
 
-    /// Runs a file action on a blocking thread, resolving paths against the shell's current
+    /// Runs a file action on a blocking thread, resolving paths against `shell`'s current
     /// directory at the moment the action arrived. `None`: it panicked (logged).
-    async fn with_files<T, F>(&self, op: F) -> Option<T>
+    async fn with_files<T, F>(&self, shell: &BashShell, op: F) -> Option<T>
     where
         F: FnOnce(&FileContext<'_>, &Editor) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (cwd, initial, owner) = (self.cwd(), self.working_dir.clone(), self.owner);
+        let cwd = self.shells.cwd(shell);
+        let (initial, owner) = (self.working_dir.clone(), self.owner);
         let editor = self.editor.clone();
         let task = tokio::task::spawn_blocking(move || {
             let ctx = FileContext {
@@ -406,11 +427,11 @@ impl Executor {
     }
 
     /// [`Executor::with_files`] for an action that answers with an observation.
-    async fn file_action<F>(&self, op: F) -> Observation
+    async fn file_action<F>(&self, shell: &BashShell, op: F) -> Observation
     where
         F: FnOnce(&FileContext<'_>, &Editor) -> Observation + Send + 'static,
     {
-        self.with_files(op)
+        self.with_files(shell, op)
             .await
             .unwrap_or_else(|| observations::error("ERROR: the file action failed unexpectedly."))
     }
@@ -418,15 +439,18 @@ impl Executor {
     /// A reader of the output of the command running in shell `id`, from the oldest line
     /// kept; `None` when none runs.
     pub(crate) fn attach(&self, id: &str) -> Result<Option<FeedReader>, UnknownShell> {
-        if id != DEFAULT_SHELL {
-            return Err(UnknownShell(id.to_owned()));
-        }
-        Ok(self.bash.attach())
+        Ok(self.shells.get(Some(id))?.attach())
     }
 
-    async fn run(&self, args: CmdRunArgs, timeout: Option<f64>, tap: Option<Tap>) -> Observation {
+    async fn run(
+        &self,
+        args: CmdRunArgs,
+        timeout: Option<f64>,
+        tap: Option<Tap>,
+        shell: &BashShell,
+    ) -> Observation {
         if !args.is_static {
-            return self.bash.run(args, timeout, tap).await;
+            return shell.run(args, timeout, tap).await;
         }
         // A fresh shell for this one command; dropping the handle kills it and its children.
         let cwd = args
@@ -449,7 +473,7 @@ impl Executor {
                 ),
             );
         }
-        match BashShell::start(self.shells.clone(), cwd).await {
+        match BashShell::start(self.shell_config.clone(), cwd).await {
             Ok(session) => session.run(args, timeout, tap).await,
             Err(e) => {
                 tracing::error!(error = %e, "cannot start a static shell");

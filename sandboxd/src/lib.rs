@@ -30,6 +30,7 @@ mod listen;
 mod mcp;
 mod observations;
 mod server;
+mod shells;
 mod supervise;
 mod sysinfo;
 mod transfer;

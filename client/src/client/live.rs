@@ -1,11 +1,19 @@
 //! sandboxd's extensions beyond OpenHands' API: exactly-once and conditional actions.
 
-use protocol::api::{ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER, StreamEvent};
+use std::time::Duration;
+
+use protocol::api::{
+    CreateShellRequest, ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER, ShellInfo,
+    StreamEvent,
+};
 use protocol::{Action, Observation};
 use reqwest::Method;
 
 use super::{SandboxClient, decode, execute_http_timeout};
 use crate::ClientError;
+
+/// HTTP deadline of the shell endpoints (a new shell may read a login profile).
+pub const SHELL_TIMEOUT: Duration = Duration::from_secs(70);
 
 /// What a request asks beside its action (sandboxd extensions; OpenHands' server ignores
 /// them).
@@ -20,6 +28,9 @@ pub struct ExecuteOptions {
     /// ([`Executed::content_hash`]); when the file no longer has it, the action is refused
     /// with HTTP 412 and the file is left alone.
     pub if_match: Option<String>,
+    /// The shell a `run` runs in (and relative paths resolve in): one made with
+    /// [`SandboxClient::create_shell`]; `None` is the default shell.
+    pub shell: Option<String>,
 }
 
 impl ExecuteOptions {
@@ -27,6 +38,14 @@ impl ExecuteOptions {
     pub fn idempotent(key: impl Into<String>) -> Self {
         ExecuteOptions {
             idempotency_key: Some(key.into()),
+            ..ExecuteOptions::default()
+        }
+    }
+
+    /// Options of an action in the named shell `id`.
+    pub fn in_shell(id: impl Into<String>) -> Self {
+        ExecuteOptions {
+            shell: Some(id.into()),
             ..ExecuteOptions::default()
         }
     }
@@ -61,7 +80,7 @@ impl SandboxClient {
     ) -> Result<Executed, ClientError> {
         let mut builder = self
             .request(Method::POST, "execute_action")?
-            .json(&serde_json::json!({ "action": action }));
+            .json(&action_body(action, options));
         if let Some(timeout) = execute_http_timeout(action.timeout) {
             builder = builder.timeout(timeout);
         }
@@ -128,7 +147,7 @@ impl SandboxClient {
         const ENDPOINT: &str = "/execute_action/stream";
         let mut builder = self
             .request(Method::POST, "execute_action/stream")?
-            .json(&serde_json::json!({ "action": action }));
+            .json(&action_body(action, options));
         if let Some(timeout) = execute_http_timeout(action.timeout) {
             builder = builder.timeout(timeout);
         }
@@ -175,6 +194,33 @@ impl SandboxClient {
         self.stream(builder, "/shells/{id}/attach").await
     }
 
+    /// `POST /shells`: starts a named shell (its own bash, working directory, environment
+    /// and history) for [`ExecuteOptions::shell`].
+    pub async fn create_shell(
+        &self,
+        request: &CreateShellRequest,
+    ) -> Result<ShellInfo, ClientError> {
+        let request = self.build(
+            self.request(Method::POST, "shells")?
+                .json(request)
+                .timeout(SHELL_TIMEOUT),
+        )?;
+        decode(self.send(request, "/shells").await?, "/shells")
+    }
+
+    /// `GET /shells`: every shell, the default one first.
+    pub async fn shells(&self) -> Result<Vec<ShellInfo>, ClientError> {
+        let request = self.build(self.request(Method::GET, "shells")?.timeout(SHELL_TIMEOUT))?;
+        decode(self.send(request, "/shells").await?, "/shells")
+    }
+
+    /// `DELETE /shells/{id}`: closes a named shell and kills what runs in it.
+    pub async fn close_shell(&self, id: &str) -> Result<(), ClientError> {
+        let url = self.endpoint(&format!("shells/{}", path_segment(id)))?;
+        let request = self.build(self.request_to(Method::DELETE, url).timeout(SHELL_TIMEOUT))?;
+        self.send(request, "/shells/{id}").await.map(drop)
+    }
+
     async fn stream(
         &self,
         builder: reqwest::RequestBuilder,
@@ -203,6 +249,14 @@ fn path_segment(text: &str) -> String {
             }
         })
         .collect()
+}
+
+/// The body of `/execute_action`: the action, and the shell `options` name.
+fn action_body(action: &Action, options: &ExecuteOptions) -> serde_json::Value {
+    match &options.shell {
+        Some(shell) => serde_json::json!({ "action": action, "shell": shell }),
+        None => serde_json::json!({ "action": action }),
+    }
 }
 
 /// `builder` with the headers of `options`.

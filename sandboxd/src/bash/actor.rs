@@ -116,6 +116,11 @@ impl BashShell {
         Some(feed.reader(0))
     }
 
+    /// Whether a command runs.
+    pub(crate) fn is_running(&self) -> bool {
+        self.live.borrow().as_ref().is_some_and(|f| !f.is_closed())
+    }
+
     /// The shell's working directory after its last command.
     pub(crate) fn cwd(&self) -> Option<PathBuf> {
         self.state

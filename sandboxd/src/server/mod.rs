@@ -15,8 +15,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use protocol::action::ActionKind;
 use protocol::api::{
-    AliveResponse, ConfigureRequest, ErrorResponse, KillAllResponse, McpStdioServer, ServerInfo,
-    UpdateMcpServerResponse, UploadResponse,
+    AliveResponse, ConfigureRequest, CreateShellRequest, ErrorResponse, KillAllResponse,
+    McpStdioServer, ServerInfo, ShellInfo, UpdateMcpServerResponse, UploadResponse,
 };
 use protocol::api::{IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER};
 use protocol::{Action, ActionType};
@@ -24,8 +24,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::future::Future;
 
-use crate::executor::{Conditions, Executor};
+use crate::executor::{Conditions, Executor, Refused};
 use crate::feed::Tap;
+use crate::shells::ShellRefusal;
 use crate::sysinfo::{self, CpuMeter};
 use crate::transfer::{self, TransferError};
 use idempotency::{Answer, Claim, Idempotency};
@@ -73,6 +74,8 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
         .route("/execute_action", post(execute_action))
         .route("/execute_action/stream", post(stream::execute_stream))
         .route("/shells/{id}/attach", get(stream::attach))
+        .route("/shells", get(list_shells).post(create_shell))
+        .route("/shells/{id}", axum::routing::delete(close_shell))
         .route("/list_files", post(list_files))
         .route("/download_files", get(download_files))
         .route("/vscode/connection_token", get(vscode_token))
@@ -370,6 +373,15 @@ impl ActionRequest {
         };
         let action = decode_action(action)
             .map_err(|e| Box::new(internal(format!("Internal server error: {e}"))))?;
+        let shell = match map.remove("shell") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(id),
+            Some(_) => {
+                return Err(Box::new(invalid_request(
+                    "field `shell` must be a shell id".to_owned(),
+                )));
+            }
+        };
         let if_match = match headers.get(IF_MATCH_HEADER) {
             None => None,
             Some(value) => {
@@ -400,7 +412,7 @@ impl ActionRequest {
         );
         Ok(ActionRequest {
             action,
-            conditions: Conditions { if_match },
+            conditions: Conditions { if_match, shell },
             key,
             fingerprint,
         })
@@ -429,7 +441,11 @@ async fn answer_action(
             body: json_bytes(&executed.observation),
         },
         Err(refused) => Answer {
-            status: StatusCode::PRECONDITION_FAILED.as_u16(),
+            status: match refused {
+                Refused::Precondition(_) => StatusCode::PRECONDITION_FAILED,
+                Refused::Shell(_) => StatusCode::NOT_FOUND,
+            }
+            .as_u16(),
             etag: None,
             body: json_bytes(&ErrorResponse {
                 detail: refused.to_string(),
@@ -524,6 +540,51 @@ async fn execute_action(
         Ok(answer) => answer_response(answer),
         Err((status, text)) => detail(status, text),
     }
+}
+
+/// `GET /shells`: every shell, the default one first.
+async fn list_shells(State(state): State<Arc<AppState>>) -> axum::Json<Vec<ShellInfo>> {
+    axum::Json(state.executor.shells().list())
+}
+
+/// `POST /shells`: starts a named shell (201 with its description).
+async fn create_shell(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let request: CreateShellRequest = if body.is_empty() {
+        CreateShellRequest::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(request) => request,
+            Err(e) => return invalid_request(format!("bad shell request: {e}")),
+        }
+    };
+    match state.executor.shells().create(request).await {
+        Ok(info) => (StatusCode::CREATED, axum::Json(info)).into_response(),
+        Err(refusal) => shell_refusal(&refusal),
+    }
+}
+
+/// `DELETE /shells/{id}`: closes a named shell, killing what runs in it.
+async fn close_shell(
+    State(state): State<Arc<AppState>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    match state.executor.shells().close(&id) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(refusal) => shell_refusal(&refusal),
+    }
+}
+
+fn shell_refusal(refusal: &ShellRefusal) -> Response {
+    let status = match refusal {
+        ShellRefusal::Invalid(_) => StatusCode::BAD_REQUEST,
+        ShellRefusal::Conflict(_) => StatusCode::CONFLICT,
+        ShellRefusal::Unknown(_) => StatusCode::NOT_FOUND,
+        ShellRefusal::Start(e) => {
+            tracing::error!(error = %e, "a shell did not start");
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+    };
+    detail(status, refusal.to_string())
 }
 
 /// Runs blocking transfer work off the async threads.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use client::{ClientError, ExecuteOptions, SandboxClient};
 use protocol::action::{FileEditArgs, FileReadArgs, FileWriteArgs};
-use protocol::api::StreamEvent;
+use protocol::api::{CreateShellRequest, StreamEvent};
 use protocol::{Action, ActionKind};
 use serde_json::json;
 
@@ -304,4 +304,128 @@ async fn another_connection_attaches_to_a_running_command() {
     );
     assert_eq!(events.next().await.unwrap(), Some(StreamEvent::End));
     assert_eq!(runner.await.unwrap().content, "before\nafter");
+}
+
+/// Two named shells with different working directories run commands in parallel, each with
+/// its own directory and environment; relative paths of file actions resolve in the shell
+/// named; shells are listed and closed; the default shell cannot be closed.
+#[tokio::test]
+async fn two_shells_with_different_cwds_run_in_parallel() {
+    let sb = Sandbox::start().await;
+    let c = typed(&sb);
+    std::fs::create_dir_all(sb.ws.join("a")).unwrap();
+    std::fs::create_dir_all(sb.ws.join("b")).unwrap();
+    let shell = |id: &str, cwd: &str, env: &[(&str, &str)]| CreateShellRequest {
+        id: Some(id.into()),
+        cwd: Some(cwd.into()),
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    };
+    let a = c
+        .create_shell(&shell("a", "a", &[("WHO", "it's a")]))
+        .await
+        .unwrap();
+    assert_eq!(a.cwd.as_deref(), Some(sb.ws.join("a").to_str().unwrap()));
+    c.create_shell(&shell("b", "b", &[])).await.unwrap();
+    let err = c.create_shell(&shell("a", "b", &[])).await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 409, .. }),
+        "{err}"
+    );
+    let err = c
+        .create_shell(&shell("bad/id", "b", &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 400, .. }),
+        "{err}"
+    );
+    let err = c
+        .create_shell(&shell("c", "missing", &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 400, .. }),
+        "{err}"
+    );
+
+    // Both run at once: each waits for the other's file, so neither could finish alone.
+    let (fa, fb) = (sb.ws.join("a/ready"), sb.ws.join("b/ready"));
+    let command = |mine: &std::path::Path, theirs: &std::path::Path| {
+        client::run_action(
+            &format!(
+                "touch {}; while [ ! -e {} ]; do sleep 0.05; done; pwd; echo \"${{WHO:-nobody}}\"",
+                mine.display(),
+                theirs.display()
+            ),
+            Some(30.0),
+        )
+    };
+    let (run_a, run_b) = (command(&fa, &fb), command(&fb, &fa));
+    let (opts_a, opts_b) = (ExecuteOptions::in_shell("a"), ExecuteOptions::in_shell("b"));
+    let (in_a, in_b) = tokio::join!(
+        c.execute_with(&run_a, &opts_a),
+        c.execute_with(&run_b, &opts_b),
+    );
+    let (in_a, in_b) = (in_a.unwrap().observation, in_b.unwrap().observation);
+    assert_eq!(
+        in_a.content,
+        format!("{}\nit's a", sb.ws.join("a").display())
+    );
+    assert_eq!(
+        in_b.content,
+        format!("{}\nnobody", sb.ws.join("b").display())
+    );
+    // The default shell is where it was; a `cd` in one shell moves only that one.
+    let obs = c
+        .execute_with(
+            &client::run_action("cd ..; cd b", None),
+            &ExecuteOptions::in_shell("a"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(obs.observation.content, "");
+    let obs = c.run("pwd", None).await.unwrap();
+    assert_eq!(obs.content, sb.ws_str());
+    // Relative paths of file actions resolve in the named shell's directory.
+    std::fs::write(sb.ws.join("b/note.txt"), "in b\n").unwrap();
+    let read = Action::from(ActionKind::Read(FileReadArgs::new("note.txt")));
+    let obs = c
+        .execute_with(&read, &ExecuteOptions::in_shell("a"))
+        .await
+        .unwrap();
+    assert_eq!(obs.observation.content, "in b\n");
+    // Listed, then closed; an unknown shell is a 404.
+    let ids: Vec<String> = c
+        .shells()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, ["default", "a", "b"]);
+    c.close_shell("a").await.unwrap();
+    let err = c
+        .execute_with(
+            &client::run_action("true", None),
+            &ExecuteOptions::in_shell("a"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 404, .. }),
+        "{err}"
+    );
+    let err = c.close_shell("default").await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 409, .. }),
+        "{err}"
+    );
+    let err = c.close_shell("a").await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 404, .. }),
+        "{err}"
+    );
 }
