@@ -245,3 +245,56 @@ pub struct ShellInfo {
     /// Whether a command runs in it now.
     pub running: bool,
 }
+
+/// One process of the sandbox as `GET /processes` lists it (a sandboxd extension).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    /// Process id.
+    pub pid: u32,
+    /// Parent's process id.
+    pub ppid: u32,
+    /// Process group id.
+    pub pgid: u32,
+    /// Real user id.
+    pub uid: u32,
+    /// The command line (arguments joined by spaces), or `[NAME]` when it has none.
+    pub command: String,
+    /// CPU use over its lifetime, in percent of one core.
+    pub cpu_percent: f64,
+    /// Resident memory in bytes.
+    pub memory_bytes: u64,
+    /// When it started, in seconds since the Unix epoch.
+    pub started_at: f64,
+    /// One of sandboxd's own shells or its IPython kernel (kept by `/processes/kill_all`),
+    /// rather than something the agent started.
+    pub sandbox: bool,
+}
+
+/// Body of `POST /processes/{pid}/signal` (a sandboxd extension).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignalRequest {
+    /// The signal.
+    pub signal: SignalSpec,
+    /// Also every descendant of the process.
+    #[serde(default)]
+    pub tree: bool,
+}
+
+/// Body of the answer of `POST /processes/{pid}/signal`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SignalResponse {
+    /// The processes that were sent the signal.
+    pub signaled: Vec<u32>,
+}
+
+/// A signal as a request names it: a number, or a name with or without `SIG` in any case
+/// (`TERM`, `SIGKILL`, `int`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SignalSpec {
+    /// Its number.
+    Number(i32),
+    /// Its name.
+    Name(String),
+}

@@ -22,6 +22,7 @@ use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
 use crate::mcp::{Launch, McpServers};
 use crate::observations;
+use crate::processes;
 use crate::shells::{Shells, UnknownShell};
 use crate::user::RunAs;
 
@@ -231,6 +232,23 @@ impl Executor {
     /// [`agent_procs`]); returns how many.
     pub(crate) fn kill_all(&self) -> usize {
         agent_procs::kill_all(self.shell_config.agent_processes)
+    }
+
+    /// The sandbox's processes (see [`processes::list`]). Blocking.
+    pub(crate) fn processes(&self) -> Vec<protocol::api::ProcessInfo> {
+        processes::list(self.shell_config.agent_processes)
+    }
+
+    /// Sends `signal` to one of the sandbox's processes, or its whole tree (see
+    /// [`processes::signal`]). Blocking.
+    pub(crate) fn signal(
+        &self,
+        pid: u32,
+        signal: &protocol::api::SignalSpec,
+        tree: bool,
+    ) -> Result<Vec<u32>, processes::SignalError> {
+        let signal = processes::parse_signal(signal)?;
+        processes::signal(self.shell_config.agent_processes, pid, signal, tree)
     }
 
     /// Where the full-output files of commands are.

@@ -29,6 +29,7 @@ mod keeper;
 mod listen;
 mod mcp;
 mod observations;
+mod processes;
 mod server;
 mod shells;
 mod supervise;

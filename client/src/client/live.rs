@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use protocol::api::{
-    CreateShellRequest, ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER, ShellInfo,
-    StreamEvent,
+    CreateShellRequest, ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER, ProcessInfo,
+    ShellInfo, SignalRequest, SignalResponse, SignalSpec, StreamEvent,
 };
 use protocol::{Action, Observation};
 use reqwest::Method;
@@ -219,6 +219,37 @@ impl SandboxClient {
         let url = self.endpoint(&format!("shells/{}", path_segment(id)))?;
         let request = self.build(self.request_to(Method::DELETE, url).timeout(SHELL_TIMEOUT))?;
         self.send(request, "/shells/{id}").await.map(drop)
+    }
+
+    /// `GET /processes`: the sandbox's processes (its shells and kernel, marked `sandbox`,
+    /// and everything the agent started).
+    pub async fn processes(&self) -> Result<Vec<ProcessInfo>, ClientError> {
+        let request = self.build(
+            self.request(Method::GET, "processes")?
+                .timeout(SHELL_TIMEOUT),
+        )?;
+        decode(self.send(request, "/processes").await?, "/processes")
+    }
+
+    /// `POST /processes/{pid}/signal`: sends `signal` to one of the sandbox's processes, and
+    /// with `tree` to all its descendants (stopped first, so none forks away). Returns the
+    /// pids that got it; HTTP 404 for a process that is not the sandbox's.
+    pub async fn signal(
+        &self,
+        pid: u32,
+        signal: SignalSpec,
+        tree: bool,
+    ) -> Result<Vec<u32>, ClientError> {
+        const ENDPOINT: &str = "/processes/{pid}/signal";
+        let url = self.endpoint(&format!("processes/{pid}/signal"))?;
+        let body = SignalRequest { signal, tree };
+        let request = self.build(
+            self.request_to(Method::POST, url)
+                .json(&body)
+                .timeout(SHELL_TIMEOUT),
+        )?;
+        let answer: SignalResponse = decode(self.send(request, ENDPOINT).await?, ENDPOINT)?;
+        Ok(answer.signaled)
     }
 
     async fn stream(

@@ -16,7 +16,8 @@ use axum::routing::{get, post};
 use protocol::action::ActionKind;
 use protocol::api::{
     AliveResponse, ConfigureRequest, CreateShellRequest, ErrorResponse, KillAllResponse,
-    McpStdioServer, ServerInfo, ShellInfo, UpdateMcpServerResponse, UploadResponse,
+    McpStdioServer, ServerInfo, ShellInfo, SignalRequest, SignalResponse, UpdateMcpServerResponse,
+    UploadResponse,
 };
 use protocol::api::{IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER};
 use protocol::{Action, ActionType};
@@ -26,6 +27,7 @@ use std::future::Future;
 
 use crate::executor::{Conditions, Executor, Refused};
 use crate::feed::Tap;
+use crate::processes::SignalError;
 use crate::shells::ShellRefusal;
 use crate::sysinfo::{self, CpuMeter};
 use crate::transfer::{self, TransferError};
@@ -81,6 +83,8 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
         .route("/vscode/connection_token", get(vscode_token))
         .route("/update_mcp_server", post(update_mcp_server))
         .route("/processes/kill_all", post(kill_all))
+        .route("/processes", get(list_processes))
+        .route("/processes/{pid}/signal", post(signal_process))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .merge(mcp::routes(&executor, limits.max_body_bytes))
         .merge(
@@ -264,6 +268,44 @@ async fn kill_all(State(state): State<Arc<AppState>>) -> axum::Json<KillAllRespo
     let killed = state.executor.kill_all();
     tracing::info!(killed, "killed the agent's processes");
     axum::Json(KillAllResponse { killed })
+}
+
+/// `GET /processes`: the sandbox's processes (its shells and kernel, and what the agent
+/// started), never sandboxd itself.
+async fn list_processes(State(state): State<Arc<AppState>>) -> Response {
+    let executor = state.executor.clone();
+    match tokio::task::spawn_blocking(move || executor.processes()).await {
+        Ok(list) => axum::Json(list).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "listing processes failed");
+            internal("Internal server error: listing processes failed")
+        }
+    }
+}
+
+/// `POST /processes/{pid}/signal`: sends a signal to one of the sandbox's processes, or with
+/// `tree` to it and all its descendants; answers who got it.
+async fn signal_process(
+    State(state): State<Arc<AppState>>,
+    axum::extract::Path(pid): axum::extract::Path<String>,
+    body: Bytes,
+) -> Response {
+    let Ok(pid) = pid.parse::<u32>() else {
+        return detail(
+            StatusCode::BAD_REQUEST,
+            format!("{pid:?} is not a process id"),
+        );
+    };
+    let request: SignalRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => return invalid_request(format!("bad signal request: {e}")),
+    };
+    // Inline, like kill_all: a runaway tree may hold every pid a new thread needs.
+    match state.executor.signal(pid, &request.signal, request.tree) {
+        Ok(signaled) => axum::Json(SignalResponse { signaled }).into_response(),
+        Err(e @ SignalError::UnknownSignal(_)) => detail(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e @ SignalError::NotFound(_)) => detail(StatusCode::NOT_FOUND, e.to_string()),
+    }
 }
 
 async fn openapi() -> Response {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use client::{ClientError, ExecuteOptions, SandboxClient};
 use protocol::action::{FileEditArgs, FileReadArgs, FileWriteArgs};
-use protocol::api::{CreateShellRequest, StreamEvent};
+use protocol::api::{CreateShellRequest, SignalSpec, StreamEvent};
 use protocol::{Action, ActionKind};
 use serde_json::json;
 
@@ -426,6 +426,100 @@ async fn two_shells_with_different_cwds_run_in_parallel() {
     let err = c.close_shell("a").await.unwrap_err();
     assert!(
         matches!(err, ClientError::Http { status: 404, .. }),
+        "{err}"
+    );
+}
+
+/// The pid a command printed as `PID=N` (among bash's job lines).
+fn printed_pid(text: &str) -> u32 {
+    text.lines()
+        .find_map(|l| l.strip_prefix("PID=")?.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {text:?}"))
+}
+
+/// Gone or a zombie: dead either way.
+fn dead(pid: u32) -> bool {
+    sandbox_common::ProcStat::read(pid).is_none_or(|s| s.is_zombie())
+}
+
+/// The process list shows the agent's process tree and the sandbox's own shell; a signal to
+/// the tree reaches every member; a pid that is not the sandbox's is a 404, an unknown signal
+/// a 400.
+#[tokio::test]
+async fn a_signal_reaches_a_whole_process_tree() {
+    let sb = Sandbox::start().await;
+    let c = typed(&sb);
+    let obs = c
+        .run("bash -c 'sleep 300 & sleep 301 & wait' & echo PID=$!", None)
+        .await
+        .unwrap();
+    let parent = printed_pid(&obs.content);
+    let mut children = Vec::new();
+    eventually("both sleeps started", || {
+        children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        children.len() == 2
+    })
+    .await;
+    let list = c.processes().await.unwrap();
+    let find = |pid: u32| list.iter().find(|p| p.pid == pid);
+    let top = find(parent).expect("the tree's parent is listed");
+    assert_eq!(top.command, "bash -c sleep 300 & sleep 301 & wait");
+    assert!(!top.sandbox);
+    assert!(top.memory_bytes > 0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!((now - top.started_at).abs() < 60.0, "{top:?}");
+    for child in &children {
+        assert_eq!(find(*child).unwrap().ppid, parent);
+    }
+    assert!(
+        list.iter().any(|p| p.sandbox && p.command.contains("bash")),
+        "the default shell is listed as the sandbox's: {list:?}"
+    );
+    assert!(
+        !list.iter().any(|p| p.pid == sb.pid()),
+        "never sandboxd itself"
+    );
+
+    let mut signaled = c
+        .signal(parent, SignalSpec::Name("term".into()), true)
+        .await
+        .unwrap();
+    signaled.sort_unstable();
+    let mut expected = vec![parent, children[0], children[1]];
+    expected.sort_unstable();
+    assert_eq!(signaled, expected);
+    for pid in expected {
+        eventually("the tree is gone", || dead(pid)).await;
+    }
+    // One process alone, by number.
+    let obs = c.run("sleep 302 & echo PID=$!", None).await.unwrap();
+    let lone = printed_pid(&obs.content);
+    assert_eq!(
+        c.signal(lone, SignalSpec::Number(9), false).await.unwrap(),
+        [lone]
+    );
+    eventually("the sleep is gone", || dead(lone)).await;
+    let err = c
+        .signal(1, SignalSpec::Name("TERM".into()), false)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 404, .. }),
+        "{err}"
+    );
+    let err = c
+        .signal(parent, SignalSpec::Name("SIGNOPE".into()), false)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 400, .. }),
         "{err}"
     );
 }
