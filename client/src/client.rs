@@ -792,8 +792,10 @@ fn upload_zip_name() -> String {
 }
 
 mod live;
+mod terminal;
 
 pub use live::{EventStream, ExecuteOptions, Executed, SHELL_TIMEOUT};
+pub use terminal::{TerminalOutput, TerminalSocket};
 
 #[cfg(test)]
 mod tests;

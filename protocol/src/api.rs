@@ -298,3 +298,92 @@ pub enum SignalSpec {
     /// Its name.
     Name(String),
 }
+
+/// Body of `POST /terminals` (a sandboxd extension): a program on a pseudo-terminal of its
+/// own, as the sandbox user, for people and UIs to attach to over WebSocket
+/// (`GET /terminals/{id}/ws`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CreateTerminalRequest {
+    /// The terminal's id (as a shell's: 1 to 64 letters, digits, `-`, `_`, `.`); made up when
+    /// absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The program and its arguments; an interactive login bash when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Its working directory, relative to the sandbox's; that directory when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Variables on top of the sandbox's environment.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Columns (default 80).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cols: Option<u16>,
+    /// Rows (default 24).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u16>,
+}
+
+/// A terminal as `POST /terminals` and `GET /terminals` describe it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TerminalInfo {
+    /// Its id.
+    pub id: String,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The program's pid.
+    pub pid: u32,
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+    /// The program's exit status once it ended (128 + N for signal N).
+    pub exit_code: Option<i64>,
+}
+
+/// A text message a client sends on a terminal's WebSocket (binary messages are input bytes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TerminalInput {
+    /// Text typed into the terminal.
+    Input {
+        /// The text.
+        data: String,
+    },
+    /// The terminal's new size.
+    Resize {
+        /// Columns.
+        cols: u16,
+        /// Rows.
+        rows: u16,
+    },
+    /// A signal to the terminal's foreground process group.
+    Signal {
+        /// The signal.
+        signal: SignalSpec,
+    },
+}
+
+/// A text message sandboxd sends on a terminal's WebSocket (binary messages are output
+/// bytes; the scroll-back first, then live output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TerminalEvent {
+    /// Output this client missed: older than the scroll-back, or it fell that far behind.
+    Skipped {
+        /// How many bytes.
+        bytes: u64,
+    },
+    /// The program ended and all its output was sent: the last message.
+    Exit {
+        /// Its exit status (128 + N for signal N).
+        code: i64,
+    },
+    /// A message of the client's was refused; the connection stays.
+    Error {
+        /// Why.
+        detail: String,
+    },
+}

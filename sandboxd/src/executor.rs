@@ -24,6 +24,7 @@ use crate::mcp::{Launch, McpServers};
 use crate::observations;
 use crate::processes;
 use crate::shells::{Shells, UnknownShell};
+use crate::terminals::{TerminalConfig, TerminalError, Terminals};
 use crate::user::RunAs;
 
 /// What the executor needs to start.
@@ -77,6 +78,8 @@ pub(crate) struct Executor {
     /// Held while a `write` or `edit` checks its file's content hash and changes it, so that
     /// two conditional actions on one file cannot both pass their check.
     file_writes: Arc<std::sync::Mutex<()>>,
+    /// The terminals people and UIs attach to.
+    terminals: Terminals,
 }
 
 /// What a request asks of its action besides the action itself.
@@ -149,6 +152,10 @@ impl Executor {
             env: std::sync::RwLock::default(),
             agent_processes: config.agent_processes,
         });
+        let terminals = Terminals::new(TerminalConfig {
+            run_as: shells.run_as.clone(),
+            working_dir: config.working_dir.clone(),
+        });
         let bash = BashShell::start(shells.clone(), config.working_dir.clone()).await?;
         let shell_config = shells.clone();
         let shells = Shells::new(shells, config.working_dir.clone(), bash);
@@ -162,6 +169,7 @@ impl Executor {
             kernels,
             mcp: Arc::default(),
             file_writes: Arc::default(),
+            terminals,
         })
     }
 
@@ -270,6 +278,25 @@ impl Executor {
     pub(crate) fn health(&self) -> Result<(), String> {
         self.shells.default_shell().health()?;
         self.ipython.health()
+    }
+
+    /// The sandbox's terminals.
+    pub(crate) fn terminals(&self) -> &Terminals {
+        &self.terminals
+    }
+
+    /// Starts a terminal with the sandbox's environment under its own. Blocking (forks).
+    pub(crate) fn create_terminal(
+        &self,
+        request: protocol::api::CreateTerminalRequest,
+    ) -> Result<protocol::api::TerminalInfo, TerminalError> {
+        let env = self
+            .shell_config
+            .env
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        self.terminals.create(request, &env)
     }
 
     /// The sandbox's shells.

@@ -34,6 +34,7 @@ mod server;
 mod shells;
 mod supervise;
 mod sysinfo;
+mod terminals;
 mod transfer;
 mod user;
 

@@ -178,7 +178,7 @@ fn describe(id: &str, shell: &BashShell) -> ShellInfo {
 }
 
 /// 1 to 64 letters, digits, `-`, `_`, `.`.
-fn check_id(id: &str) -> Result<(), ShellRefusal> {
+pub(crate) fn check_id(id: &str) -> Result<(), ShellRefusal> {
     let ok = !id.is_empty()
         && id.len() <= 64
         && id
@@ -194,7 +194,7 @@ fn check_id(id: &str) -> Result<(), ShellRefusal> {
 }
 
 /// A shell variable's name.
-fn check_env_name(name: &str) -> Result<(), ShellRefusal> {
+pub(crate) fn check_env_name(name: &str) -> Result<(), ShellRefusal> {
     let mut bytes = name.bytes();
     let ok = bytes
         .next()

@@ -270,7 +270,7 @@ impl SandboxClient {
 }
 
 /// `text` as one URL path segment (`/`, `%`, `?`, `#` and the rest escaped).
-fn path_segment(text: &str) -> String {
+pub(super) fn path_segment(text: &str) -> String {
     text.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {

@@ -36,6 +36,7 @@ use idempotency::{Answer, Claim, Idempotency};
 mod idempotency;
 mod mcp;
 mod stream;
+mod terminal;
 
 /// The OpenAPI document served at `/openapi.json`.
 const OPENAPI: &str = include_str!("../../openapi.json");
@@ -77,6 +78,9 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
         .route("/execute_action/stream", post(stream::execute_stream))
         .route("/shells/{id}/attach", get(stream::attach))
         .route("/shells", get(list_shells).post(create_shell))
+        .route("/terminals", get(terminal::list).post(terminal::create))
+        .route("/terminals/{id}", axum::routing::delete(terminal::close))
+        .route("/terminals/{id}/ws", get(terminal::socket))
         .route("/shells/{id}", axum::routing::delete(close_shell))
         .route("/list_files", post(list_files))
         .route("/download_files", get(download_files))

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use client::{ClientError, ExecuteOptions, SandboxClient};
+use client::{ClientError, ExecuteOptions, SandboxClient, TerminalOutput, TerminalSocket};
 use protocol::action::{FileEditArgs, FileReadArgs, FileWriteArgs};
-use protocol::api::{CreateShellRequest, SignalSpec, StreamEvent};
+use protocol::api::{CreateShellRequest, CreateTerminalRequest, SignalSpec, StreamEvent};
 use protocol::{Action, ActionKind};
 use serde_json::json;
 
@@ -520,6 +520,110 @@ async fn a_signal_reaches_a_whole_process_tree() {
         .unwrap_err();
     assert!(
         matches!(err, ClientError::Http { status: 400, .. }),
+        "{err}"
+    );
+}
+
+/// Reads a terminal socket until its output so far contains `needle`; returns that output.
+async fn read_until(socket: &mut TerminalSocket, needle: &str) -> String {
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&seen).contains(needle) {
+        let next = tokio::time::timeout_at(deadline, socket.next())
+            .await
+            .unwrap_or_else(|_| panic!("no {needle:?} in {:?}", String::from_utf8_lossy(&seen)));
+        match next.unwrap() {
+            Some(TerminalOutput::Data(bytes)) => seen.extend(bytes),
+            Some(TerminalOutput::Event(event)) => panic!("{event:?} before {needle:?}"),
+            None => panic!("closed before {needle:?}"),
+        }
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// A terminal over WebSocket: full-screen output reaches two watchers, a resize is what
+/// `stty size` says, a signal reaches the foreground program, and a client that detached and
+/// attached again gets the scroll-back; the program's exit is the last message.
+#[tokio::test]
+async fn a_websocket_terminal_resizes_signals_and_keeps_its_scrollback() {
+    let sb = Sandbox::start().await;
+    let c = typed(&sb);
+    let info = c
+        .create_terminal(&CreateTerminalRequest {
+            id: Some("t1".into()),
+            command: Some(vec!["bash".into(), "--noprofile".into(), "--norc".into()]),
+            cols: Some(80),
+            rows: Some(24),
+            ..CreateTerminalRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!((info.cols, info.rows, info.exit_code), (80, 24, None));
+    let mut first = c.attach_terminal("t1").await.unwrap();
+    let mut second = c.attach_terminal("t1").await.unwrap();
+    // Full-screen output as vim draws it: the alternate screen, cleared, the cursor homed.
+    first
+        .input(b"printf '\\033[?1049h\\033[2J\\033[HFULL''SCREEN\\n'; stty size\n")
+        .await
+        .unwrap();
+    let shown = read_until(&mut first, "24 80").await;
+    assert!(
+        shown.contains("\x1b[?1049h\x1b[2J\x1b[HFULLSCREEN"),
+        "{shown:?}"
+    );
+    read_until(&mut second, "FULLSCREEN").await;
+
+    first.resize(120, 40).await.unwrap();
+    first.input(b"stty size\n").await.unwrap();
+    read_until(&mut second, "40 120").await;
+    assert_eq!(c.terminals().await.unwrap()[0].cols, 120);
+
+    // A signal to the foreground program: `sleep` ends, the shell answers again.
+    second.input(b"sleep 100\n").await.unwrap();
+    let shell = info.pid;
+    eventually("sleep is the terminal's foreground job", || {
+        sandbox_common::ProcStat::read(shell)
+            .is_some_and(|s| s.tpgid > 0 && s.tpgid.unsigned_abs() != shell)
+    })
+    .await;
+    second.signal(SignalSpec::Name("INT".into())).await.unwrap();
+    second.input(b"echo slept-$?\n").await.unwrap();
+    read_until(&mut first, "slept-130").await;
+
+    // Detach both, reattach: the scroll-back has everything so far.
+    first.close().await.unwrap();
+    drop(second);
+    let mut again = c.attach_terminal("t1").await.unwrap();
+    let replay = read_until(&mut again, "slept-130").await;
+    assert!(
+        replay.contains("FULLSCREEN") && replay.contains("40 120"),
+        "{replay:?}"
+    );
+    // A bad message is refused without closing the socket.
+    again
+        .send(&protocol::api::TerminalInput::Resize { cols: 0, rows: 0 })
+        .await
+        .unwrap();
+    match again.next().await.unwrap() {
+        Some(TerminalOutput::Event(protocol::api::TerminalEvent::Error { detail })) => {
+            assert!(detail.contains("column"), "{detail}")
+        }
+        other => panic!("{other:?}"),
+    }
+    again.input(b"exit 3\n").await.unwrap();
+    let end = loop {
+        match again.next().await.unwrap() {
+            Some(TerminalOutput::Data(_)) => {}
+            Some(TerminalOutput::Event(event)) => break event,
+            None => panic!("closed without an exit"),
+        }
+    };
+    assert_eq!(end, protocol::api::TerminalEvent::Exit { code: 3 });
+    assert_eq!(c.terminals().await.unwrap()[0].exit_code, Some(3));
+    c.close_terminal("t1").await.unwrap();
+    let err = c.attach_terminal("t1").await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: 404, .. }),
         "{err}"
     );
 }
