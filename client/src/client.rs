@@ -610,15 +610,41 @@ impl SandboxClient {
         request: reqwest::Request,
         endpoint: &'static str,
     ) -> Result<impl AsRef<[u8]> + Into<Vec<u8>>, ClientError> {
+        Ok(self.send_full(request, endpoint).await?.1)
+    }
+
+    /// Like [`SandboxClient::send`], with the answer's headers.
+    async fn send_full(
+        &self,
+        request: reqwest::Request,
+        endpoint: &'static str,
+    ) -> Result<(reqwest::header::HeaderMap, bytes::Bytes), ClientError> {
+        let response = self.open(request, endpoint).await?;
+        let headers = response.headers().clone();
+        let url = self.describe(response.url());
+        let body = response
+            .bytes()
+            .await
+            .map_err(|err| ClientError::from_transport(err, &url, endpoint, None))?;
+        Ok((headers, body))
+    }
+
+    /// Sends `request`; returns a 2xx answer whose body is still to be read, else the decoded
+    /// error.
+    async fn open(
+        &self,
+        request: reqwest::Request,
+        endpoint: &'static str,
+    ) -> Result<reqwest::Response, ClientError> {
         let url = self.describe(request.url());
         let timeout = request.timeout().copied();
         let transport = |err| ClientError::from_transport(err, &url, endpoint, timeout);
         let response = self.http.execute(request).await.map_err(transport)?;
         let status = response.status();
-        let body = response.bytes().await.map_err(transport)?;
         if status.is_success() {
-            Ok(body)
+            Ok(response)
         } else {
+            let body = response.bytes().await.map_err(transport)?;
             Err(ClientError::from_http(status.as_u16(), &body))
         }
     }
@@ -764,6 +790,12 @@ fn upload_zip_name() -> String {
         .map_or(0, |d| d.subsec_nanos());
     format!("sbx-upload-{}-{nanos:09}.zip", std::process::id())
 }
+
+mod live;
+mod terminal;
+
+pub use live::{EventStream, ExecuteOptions, Executed, SHELL_TIMEOUT};
+pub use terminal::{TerminalOutput, TerminalSocket};
 
 #[cfg(test)]
 mod tests;

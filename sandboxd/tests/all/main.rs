@@ -14,6 +14,7 @@ mod hostile;
 mod http;
 mod ipython;
 mod lifecycle;
+mod live;
 mod mcp;
 mod transfer;
 mod unix_socket;
