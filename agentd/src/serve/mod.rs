@@ -6,11 +6,14 @@
 //!   (start, claim, stop, pause, resume, status); its parts: `table` (the claimed sandboxes),
 //!   `pool` (warm pools and their filler), `images` (caller image → sandbox image, made once),
 //!   `recovery` (a previous run's sandboxes and claims, at start), `reaper` (idle stop);
+//! - `backend`: the engine the sandboxes run on, behind the `Backend` trait (`docker`: one
+//!   Docker engine);
 //! - [`routes`] is the HTTP layer (the only one of this module);
 //! - [`auth`]: API keys; [`command`]: the caller's start command mapped onto sandboxd;
 //!   [`store`]: claims on disk.
 
 pub(crate) mod auth;
+mod backend;
 mod builds;
 mod capacity;
 pub(crate) mod command;

@@ -10,7 +10,7 @@ use protocol::runtime_api::{
 };
 
 use super::auth::Caller;
-use super::pool::SandboxContainer;
+use super::backend::SandboxContainer;
 use super::store::Claim;
 use super::{ServeConfig, ServeError, lock};
 
@@ -37,8 +37,8 @@ impl Entry {
         config: &ServeConfig,
     ) -> Entry {
         Entry {
-            claim,
             url: config.public_url(container.port),
+            claim,
             work_hosts: config.work_hosts(&container.app_ports),
             container,
             paused,
