@@ -1,5 +1,5 @@
 //! `agentd serve`: the runtime API service (docs/protocol.md §9) for other agent hosts, OpenHands'
-//! `RemoteRuntime` included. Prints `agentd serve listening on http://ADDR` on stdout once it
+//! `RemoteRuntime` included. Prints `agentd serve listening on http(s)://ADDR` on stdout once it
 //! answers; stops on SIGTERM or Ctrl-C, removing its warm sandboxes and leaving the claimed
 //! ones for the next start to recover.
 
@@ -48,6 +48,30 @@ pub struct ServeArgs {
     /// Host name or address put in the URLs given to callers (default 127.0.0.1).
     #[arg(long, env = "AGENTD_SERVE_PUBLIC_HOST")]
     public_host: Option<String>,
+    /// Hand out front-door URLs (`PUBLIC_URL/sandboxes/RUNTIME_ID`): the service proxies each
+    /// sandbox's HTTP API and WebSockets, so callers reach only the service.
+    #[arg(long, env = "AGENTD_SERVE_FRONT_DOOR")]
+    front_door: bool,
+    /// The service's URL as callers reach it (default http(s)://PUBLIC_HOST:PORT).
+    #[arg(long, env = "AGENTD_SERVE_PUBLIC_URL", value_name = "URL")]
+    public_url: Option<String>,
+    /// PEM certificate chain: serve the runtime API and the front door over TLS (needs
+    /// --tls-key).
+    #[arg(
+        long,
+        env = "AGENTD_SERVE_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(
+        long,
+        env = "AGENTD_SERVE_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
+    tls_key: Option<PathBuf>,
     /// Host address sandbox ports are published on (default 127.0.0.1; 0.0.0.0 for callers on
     /// other hosts).
     #[arg(long, env = "AGENTD_SERVE_PUBLISH_ADDRESS")]
@@ -123,6 +147,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         args.publish_address.or(section.publish_address),
     );
     set(&mut config.state_dir, args.state_dir.or(section.state_dir));
+    config.front_door = args.front_door || section.front_door.unwrap_or(false);
+    config.public_url = args.public_url.or(section.public_url);
+    config.tls = match (
+        args.tls_cert.or(section.tls_cert),
+        args.tls_key.or(section.tls_key),
+    ) {
+        (Some(cert), Some(key)) => Some(agentd::TlsFiles { cert, key }),
+        (None, None) => None,
+        _ => {
+            eprintln!("agentd serve: TLS needs both a certificate and a key (tls_cert, tls_key)");
+            return Ok(2);
+        }
+    };
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     set(&mut config.registry_prefix, section.registry_prefix);
     let memory = match (args.memory, &section.memory) {
         (Some(m), _) => Some(m),
@@ -203,10 +245,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         if json {
             println!(
                 "{}",
-                serde_json::json!({"listening": format!("http://{addr}")})
+                serde_json::json!({"listening": format!("{scheme}://{addr}")})
             );
         } else {
-            println!("agentd serve listening on http://{addr}");
+            println!("agentd serve listening on {scheme}://{addr}");
         }
     })
     .await

@@ -59,6 +59,8 @@ pub(crate) struct SandboxService {
     /// One HTTP client for every readiness probe and configuration (a client per call costs
     /// milliseconds).
     probe: reqwest::Client,
+    /// The front door's client of the sandboxes.
+    front: reqwest::Client,
 
     /// What the host can give one sandbox (checked against each `resource_factor`).
     capacity: HostCapacity,
@@ -137,8 +139,20 @@ impl SandboxService {
                 .no_proxy()
                 .build()
                 .map_err(|e| ServeError::Internal(format!("cannot make an HTTP client: {e}")))?,
+            front: super::front_door::client()
+                .map_err(|e| ServeError::Internal(format!("cannot make an HTTP client: {e}")))?,
             capacity,
         })
+    }
+
+    /// Sandbox `runtime_id`, for the front door (whoever owns it).
+    pub(super) fn front(&self, runtime_id: &str) -> Option<Entry> {
+        self.table.get(runtime_id)
+    }
+
+    /// The front door's HTTP client.
+    pub(super) fn front_client(&self) -> &reqwest::Client {
+        &self.front
     }
 
     /// The largest `POST /build` body.

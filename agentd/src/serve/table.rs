@@ -37,7 +37,7 @@ impl Entry {
         config: &ServeConfig,
     ) -> Entry {
         Entry {
-            url: config.public_url(container.port),
+            url: config.sandbox_url(&claim.runtime_id, container.port),
             claim,
             work_hosts: config.work_hosts(&container.app_ports),
             container,
@@ -123,6 +123,11 @@ impl Table {
     /// Forgets a sandbox; `None` if it was not (or no longer) in the table.
     pub(super) fn remove(&self, runtime_id: &str) -> Option<Entry> {
         lock(&self.sandboxes).by_runtime.remove(runtime_id)
+    }
+
+    /// Sandbox `runtime_id`, whoever owns it (the front door: its session key is the check).
+    pub(super) fn get(&self, runtime_id: &str) -> Option<Entry> {
+        lock(&self.sandboxes).by_runtime.get(runtime_id).cloned()
     }
 
     /// `owner`'s sandbox `runtime_id` (another owner's is not found).

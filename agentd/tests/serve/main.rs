@@ -9,4 +9,5 @@ mod api;
 mod cli;
 mod compat;
 mod dropin;
+mod front;
 mod restart;
