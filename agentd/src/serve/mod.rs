@@ -7,7 +7,7 @@
 //!   `pool` (warm pools and their filler), `images` (caller image → sandbox image, made once),
 //!   `recovery` (a previous run's sandboxes and claims, at start), `reaper` (idle stop);
 //! - `backend`: the engine the sandboxes run on, behind the `Backend` trait (`docker`: one
-//!   Docker engine);
+//!   Docker engine; `swarm`: a Docker Swarm's services);
 //! - [`routes`] is the HTTP layer (the only one of this module);
 //! - [`auth`]: API keys; [`command`]: the caller's start command mapped onto sandboxd;
 //!   [`store`]: claims on disk.
@@ -37,12 +37,15 @@ use std::time::Duration;
 
 use crate::runtime::docker::{DockerError, Egress, Limits, SandboxConfig, config};
 
+pub use backend::BackendKind;
 pub(crate) use service::SandboxService;
 pub use tls::TlsFiles;
 
 /// Everything the service is configured with.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
+    /// The engine the sandboxes run on.
+    pub backend: BackendKind,
     /// The service's name: its containers are labelled with it, and a restarted service
     /// recovers only the containers with its name.
     pub name: String,
@@ -101,6 +104,7 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> ServeConfig {
         ServeConfig {
+            backend: BackendKind::Docker,
             name: "default".to_string(),
             api_keys: Vec::new(),
             default_image: config::DEFAULT_BASE_IMAGE.to_string(),

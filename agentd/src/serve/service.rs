@@ -25,7 +25,7 @@ use sandbox_common::random_hex;
 use tokio::sync::watch;
 
 use super::auth::{self, ApiKeys, Caller};
-use super::backend::{Backend, DockerBackend, Profile, SandboxState, Warm};
+use super::backend::{Backend, Profile, SandboxState, Warm};
 use super::builds::{self, BuildRequest, Builds};
 use super::capacity::HostCapacity;
 use super::images::SandboxImages;
@@ -106,7 +106,7 @@ impl SandboxService {
             .iter()
             .map(|(k, egress)| (auth::caller_of(k), egress.clone()))
             .collect();
-        let backend: Box<dyn Backend> = Box::new(DockerBackend::connect()?);
+        let backend = super::backend::connect(&config).await?;
         tracing::info!(backend = backend.kind(), "sandboxes run on this backend");
         let engine = backend.engine();
         let capacity = HostCapacity::of(engine).await?;
@@ -591,12 +591,13 @@ async fn answers_alive(http: &reqwest::Client, local_url: &str) -> bool {
 /// state: still coming up while the container runs, failed otherwise.
 fn unanswered_pod_status(state: SandboxState) -> PodStatus {
     match state {
-        SandboxState::Running => PodStatus::Pending,
+        SandboxState::Running | SandboxState::Starting => PodStatus::Pending,
         SandboxState::Paused | SandboxState::Down => PodStatus::Failed,
     }
 }
 
-/// Whether a sandbox in `state` no longer holds a sandbox: neither running nor paused.
+/// Whether a sandbox in `state` no longer holds a sandbox: down (a swarm task being placed
+/// is not gone).
 fn is_gone(state: SandboxState) -> bool {
     state == SandboxState::Down
 }

@@ -11,3 +11,4 @@ mod compat;
 mod dropin;
 mod front;
 mod restart;
+mod swarm;

@@ -3,8 +3,11 @@
 //! replicated service per sandbox). The rest of `serve` (claims, pools, recovery, the reaper,
 //! the front door) sees only this module's types: a sandbox is an id the backend gave it, a
 //! URL the service reaches its sandboxd at, and a [`SandboxState`].
+//!
+//! Which backend a service runs on is [`BackendKind`] (`--backend`).
 
 pub(super) mod docker;
+mod swarm;
 
 use std::collections::BTreeMap;
 
@@ -14,6 +17,7 @@ use super::{ServeConfig, ServeError};
 use crate::runtime::docker::{Egress, Limits, SandboxUser};
 
 pub(super) use docker::DockerBackend;
+pub(super) use swarm::SwarmBackend;
 
 /// One of the service's sandboxes, as the service reaches it (waiting in a pool or claimed).
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +81,8 @@ pub(super) enum SandboxState {
     Running,
     /// Frozen by `/pause`.
     Paused,
+    /// Being placed or started by the engine (a swarm task not running yet).
+    Starting,
     /// Stopped, exited, or gone: it holds no sandbox any more.
     Down,
 }
@@ -138,6 +144,28 @@ pub(super) trait Backend: Send + Sync + std::fmt::Debug {
 
     /// Every sandbox labelled with service name `name`, in whatever state.
     async fn find(&self, name: &str) -> Result<Vec<Found>, ServeError>;
+}
+
+/// The engine a service's sandboxes run on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Containers of one Docker engine (the default).
+    Docker,
+    /// Services of the Docker Swarm this engine manages, published at host ports of `ports`.
+    Swarm {
+        /// The host ports sandboxes are published at.
+        ports: std::ops::RangeInclusive<u16>,
+    },
+}
+
+/// Connects to the backend `config` names.
+pub(super) async fn connect(config: &ServeConfig) -> Result<Box<dyn Backend>, ServeError> {
+    Ok(match &config.backend {
+        BackendKind::Docker => Box::new(DockerBackend::connect()?),
+        BackendKind::Swarm { ports } => {
+            Box::new(SwarmBackend::connect(config, ports.clone()).await?)
+        }
+    })
 }
 
 /// The port of `http://host:PORT`.

@@ -34,6 +34,7 @@ fn a_sandbox_is_gone_unless_its_container_runs_or_is_paused() {
         assert!(is_gone(sandbox_state(Some(state))), "{state}");
     }
     assert!(is_gone(sandbox_state(None)));
+    assert!(!is_gone(SandboxState::Starting));
 }
 
 #[test]
