@@ -275,6 +275,18 @@ pub struct ServeSection {
     pub public_host: Option<String>,
     /// Host address ports are published on.
     pub publish_address: Option<String>,
+    /// The engine sandboxes run on: `docker` (default) or `swarm`.
+    pub backend: Option<String>,
+    /// The swarm backend's host port range, `LOW-HIGH` (default 31000-31999).
+    pub swarm_ports: Option<String>,
+    /// Hand out front-door URLs (the service proxies each sandbox) instead of published ports.
+    pub front_door: Option<bool>,
+    /// The service's URL as callers reach it (default from public_host and the bound port).
+    pub public_url: Option<String>,
+    /// PEM certificate chain for TLS (with `tls_key`).
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for TLS (with `tls_cert`).
+    pub tls_key: Option<PathBuf>,
     /// Memory limit at resource_factor 1 (`4g`).
     pub memory: Option<String>,
     /// CPU limit at resource_factor 1.

@@ -67,7 +67,7 @@ pub use secrets::{
     LogMask, MaskError, MaskedStderr, SECRET_HIDDEN, Secret, SecretError, SecretMask, SecretSetting,
 };
 pub use serve::store::ClaimStoreError;
-pub use serve::{ServeConfig, ServeError, run as serve};
+pub use serve::{BackendKind, ServeConfig, ServeError, TlsFiles, run as serve};
 pub use session::{ActionTally, Outcome, RunSpec, SessionError, run as run_session, session_dir};
 pub use state::{State, StateError};
 pub use workspace::{RepoOrigin, Repository, WorkspaceError, WorkspaceSpec};

@@ -61,7 +61,7 @@ pub enum Target {
 impl Target {
     /// Parses a sandbox address.
     ///
-    /// * `http://host:port[/prefix]` (a missing scheme means `http://`): see [`parse_base_url`].
+    /// * `http(s)://host:port[/prefix]` (a missing scheme means `http://`): see [`parse_base_url`].
     /// * `unix:/abs/path.sock` or `unix:///abs/path.sock`: a Unix domain socket, as printed by
     ///   `sandboxd --unix-socket`. `unix:relative/path.sock` is resolved against the current
     ///   directory. The path is taken literally (no percent-decoding; `?` and `#` are part of
@@ -660,8 +660,8 @@ fn decode<T: DeserializeOwned>(
     })
 }
 
-/// Parses and normalises an HTTP base URL: adds `http://` when no scheme is given, accepts only
-/// `http`, requires a host, forbids a query or fragment, and makes the path end in `/` so that
+/// Parses and normalises an HTTP base URL: adds `http://` when no scheme is given, accepts
+/// `http` and `https` (rustls; the system's roots, `SSL_CERT_FILE` too), requires a host, forbids a query or fragment, and makes the path end in `/` so that
 /// endpoints join under any path prefix.
 ///
 /// A `unix:` socket address has no such URL and is refused (after checking it, so a bad one
@@ -726,15 +726,10 @@ fn parse_http(input: &str) -> Result<Url, ClientError> {
     };
     let mut url = Url::parse(&with_scheme).map_err(|err| invalid(&err.to_string()))?;
     match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(invalid(
-                "https is not supported by this build (no TLS); use http",
-            ));
-        }
+        "http" | "https" => {}
         other => {
             return Err(invalid(&format!(
-                "unsupported scheme {other:?}; use http, or unix: for a Unix socket"
+                "unsupported scheme {other:?}; use http, https, or unix: for a Unix socket"
             )));
         }
     }

@@ -87,16 +87,13 @@ impl DiskSize {
 }
 
 /// A server's first line on stdout once it answers, which scripts and tests wait for:
-/// `{name} listening on http://ADDR`, or `{"listening": "http://ADDR"}` with `json`.
+/// `{name} listening on URL`, or `{"listening": "URL"}` with `json`.
 #[allow(clippy::print_stdout, reason = "the line is the servers' interface")]
-pub fn print_listening(name: &str, addr: std::net::SocketAddr, json: bool) {
+pub fn print_listening(name: &str, url: &str, json: bool) {
     if json {
-        println!(
-            "{}",
-            serde_json::json!({"listening": format!("http://{addr}")})
-        );
+        println!("{}", serde_json::json!({ "listening": url }));
     } else {
-        println!("{name} listening on http://{addr}");
+        println!("{name} listening on {url}");
     }
 }
 

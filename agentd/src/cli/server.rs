@@ -223,7 +223,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
     let shutdown = stop_signal()?;
     let json = args.json;
     agentd::serve_conversations(config, listener, shutdown, |addr| {
-        super::print_listening("agentd server", addr, json);
+        super::print_listening("agentd server", &format!("http://{addr}"), json);
         if generated {
             eprintln!("agentd server: open http://{addr}/#key={page_key}");
         } else {

@@ -54,6 +54,7 @@ pub(crate) fn router(service: Arc<SandboxService>, max_body: usize) -> Router {
     Router::new()
         .route("/alive", get(alive))
         .merge(protected)
+        .merge(super::front_door::router())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(tower::limit::ConcurrencyLimitLayer::new(
