@@ -74,6 +74,14 @@
 //!
 //! [microagents]
 //! disabled = ["docker"]       # microagents not to use, by name
+//!
+//! [security]                  # keys in crate::security
+//! confirmation_mode = true    # hold actions that are not low-risk for the user
+//! security_analyzer = "rules" # llm | rules
+//! [[security.rules]]          # added to the rules analyzer's table
+//! on = "command"              # command | path | write | url
+//! pattern = '\bterraform\s+destroy\b'
+//! risk = "high"
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -86,6 +94,7 @@ use crate::memory::CondenserConfig;
 use crate::runtime::RuntimeKind;
 use crate::runtime::docker::Network;
 use crate::secrets::SecretSetting;
+use crate::security::SecuritySection;
 
 /// Errors reading the settings file.
 #[derive(Debug, thiserror::Error)]
@@ -148,6 +157,9 @@ pub struct FileConfig {
     /// Microagents.
     #[serde(default)]
     pub microagents: MicroagentsSection,
+    /// Risk analysis and confirmation mode.
+    #[serde(default)]
+    pub security: SecuritySection,
 }
 
 /// `[microagents]`.

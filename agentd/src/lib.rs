@@ -30,6 +30,7 @@ mod memory;
 mod recall;
 mod runtime;
 mod secrets;
+mod security;
 mod serve;
 mod session;
 mod state;
@@ -59,10 +60,14 @@ pub use runtime::{
 pub use secrets::{
     LogMask, MaskError, MaskedStderr, SECRET_HIDDEN, Secret, SecretError, SecretMask, SecretSetting,
 };
+pub use security::{
+    AnalyzerKind, Risk, RuleSetting, RuleTarget, RulesError, SecurityAnalyzer, SecurityConfig,
+    SecuritySection,
+};
 pub use serve::store::ClaimStoreError;
 pub use serve::{ServeConfig, ServeError, run as serve};
 pub use session::{ActionTally, Outcome, RunSpec, SessionError, run as run_session, session_dir};
-pub use state::{State, StateError};
+pub use state::{STATE_FILE, State, StateError};
 pub use workspace::{RepoOrigin, Repository, WorkspaceError, WorkspaceSpec};
 
 /// Sandbox containers on the Docker engine: the hardened configuration, images, the sandbox

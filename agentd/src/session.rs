@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use protocol::action::{ActionKind, MessageArgs};
+use protocol::action::{ActionKind, ConfirmationState, MessageArgs};
 use protocol::{Action, AgentState, Event, EventSource, ObservationKind};
 use tokio::sync::{mpsc, oneshot};
 
@@ -25,6 +25,7 @@ use crate::mcp::McpSettings;
 use crate::recall::{Memory, Recalled, WorkspaceContext};
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
 use crate::secrets::SecretMask;
+use crate::security::SecurityConfig;
 use crate::state::{STATE_FILE, State};
 use crate::workspace::{self, WorkspaceError, WorkspaceSpec};
 
@@ -83,6 +84,14 @@ pub struct RunSpec {
     pub mcp: McpSettings,
     /// The repository, secrets and microagent settings of the workspace.
     pub workspace: WorkspaceSpec,
+    /// Risk analysis and confirmation mode.
+    pub security: SecurityConfig,
+    /// Someone answers the agent (the terminal of an interactive run): a message that waits
+    /// for a reply waits for the user's, instead of the reference's automatic one.
+    pub interactive: bool,
+    /// The user's actions (messages, `change_agent_state` such as `user_confirmed`), added to
+    /// the stream (source user) as they come, once the run has started.
+    pub user_actions: Option<mpsc::UnboundedReceiver<Action>>,
 }
 
 /// How a run ended.
@@ -209,8 +218,8 @@ pub async fn run(
     });
 
     let mut runtime = Runtime::start(&spec.runtime).await?;
-    let memory = match prepare_memory(&runtime, &stream, &spec.workspace).await {
-        Ok(memory) => memory,
+    let (memory, working_dir) = match prepare_memory(&runtime, &stream, &spec.workspace).await {
+        Ok(prepared) => prepared,
         Err(e) => {
             if let Err(close) = runtime.close().await {
                 tracing::warn!(error = %close, "could not close the sandbox");
@@ -228,13 +237,16 @@ pub async fn run(
         }
         agent.offer_mcp_tools(runtime.mcp_tools());
     }
+    let mut security = spec.security;
+    security.workspace = Some(working_dir);
     let config = ControllerConfig {
         session_id: spec.session_id.clone(),
         max_iterations: spec.max_iterations,
         max_budget_per_task: spec.max_budget,
         session_dir: Some(dir.clone()),
-        headless: true,
+        headless: !spec.interactive,
         recall: true,
+        security,
     };
     let system = (!spec.resume).then(|| agent.system_message()).flatten();
     let controller = if spec.resume {
@@ -283,8 +295,14 @@ pub async fn run(
             EventSource::User,
         )?;
     }
+    let user = spec
+        .user_actions
+        .map(|actions| tokio::spawn(add_user_actions(actions, stream.clone())));
     let result = controller.run().await;
     recalls.abort();
+    if let Some(user) = user {
+        user.abort();
+    }
     if let Some(signals) = signals {
         signals.abort();
     }
@@ -302,6 +320,15 @@ pub async fn run(
     let state = result?;
     closed?;
     Ok(Outcome { state, stream, dir })
+}
+
+/// Adds each of the user's actions to the stream (source user).
+async fn add_user_actions(mut actions: mpsc::UnboundedReceiver<Action>, stream: EventStream) {
+    while let Some(action) = actions.recv().await {
+        if let Err(e) = stream.add(crate::agent::fresh(action), EventSource::User) {
+            tracing::error!(error = %e, "cannot record the user's action");
+        }
+    }
 }
 
 /// Stops the run on the first SIGINT (Ctrl-C) or SIGTERM.
@@ -367,7 +394,10 @@ async fn execute_one(
     controller: &ControllerHandle,
 ) {
     let Event::Action(action) = event else { return };
-    if action.source != Some(EventSource::Agent) || !action.kind.is_runnable() {
+    if action.source != Some(EventSource::Agent)
+        || !action.kind.is_runnable()
+        || action.confirmation_state() == ConfirmationState::AwaitingConfirmation
+    {
         return;
     }
     let observation = runtime.execute(action).await;
@@ -391,12 +421,12 @@ async fn execute_one(
 
 /// Makes the workspace ready and the run's memory of it: the built-in and workspace
 /// microagents (each file that cannot be used is reported and skipped) and the workspace
-/// context.
+/// context. Also returns the sandbox's working directory.
 async fn prepare_memory(
     runtime: &Runtime,
     stream: &EventStream,
     spec: &WorkspaceSpec,
-) -> Result<Memory, SessionError> {
+) -> Result<(Memory, String), SessionError> {
     let prepared = workspace::prepare(runtime, stream, spec).await?;
     for problem in &prepared.loaded.problems {
         tracing::warn!("{problem}; skipped");
@@ -415,7 +445,7 @@ async fn prepare_memory(
             .map(|s| (s.name, s.description))
             .collect(),
         conversation_instructions: spec.conversation_instructions.clone(),
-        working_dir: prepared.working_dir,
+        working_dir: prepared.working_dir.clone(),
     };
     let mut memory = Memory::new(context, spec.inputs.clone(), true)?;
     for agent in prepared.loaded.microagents {
@@ -423,7 +453,7 @@ async fn prepare_memory(
     }
     memory.disable(&spec.disabled_microagents);
     tracing::info!(microagents = ?memory.names(), "microagents loaded");
-    Ok(memory)
+    Ok((memory, prepared.working_dir))
 }
 
 /// The memory's subscriber: answers each `recall` action (first the one a resumed run still

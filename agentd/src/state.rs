@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::secrets::SecretMask;
 
 /// The file name of the state in a session directory.
-pub(crate) const STATE_FILE: &str = "state.json";
+pub const STATE_FILE: &str = "state.json";
 
 /// Errors saving or loading a state file.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +78,10 @@ pub struct State {
     /// How many times the run was resumed from its saved state.
     #[serde(default)]
     pub(crate) resume_count: u32,
+    /// Runnable actions that are not low-risk wait for the user (the reference keeps it in
+    /// the state too): a resumed run stays in confirmation mode.
+    #[serde(default)]
+    pub confirmation_mode: bool,
 }
 
 /// What the run's LLM calls cost, in USD.
@@ -137,6 +141,7 @@ impl State {
             outputs: serde_json::Map::new(),
             extra_data: BTreeMap::new(),
             resume_count: 0,
+            confirmation_mode: false,
         }
     }
 

@@ -23,6 +23,16 @@
 //! user message, `knowledge` for later ones, as the reference does. The agent is not stepped
 //! until the recall has its answer (any observation whose `cause` is its id).
 //!
+//! Confirmation mode ([`SecurityConfig`]): each runnable action of the agent gets its risk from
+//! the security analyzer; one that must wait is recorded with `confirmation_state`
+//! `awaiting_confirmation` after the state changed to `awaiting_user_confirmation`, and the
+//! runtime leaves it alone. The user answers through the stream with `change_agent_state` to
+//! `user_confirmed` or `user_rejected`: the action is recorded again (a new event) confirmed or
+//! rejected, the state says which, and the runtime runs the confirmed one or answers the
+//! rejected one with the reference's `user_rejected` observation, after which the agent waits
+//! for the user (a headless run replies automatically). A run resumed while an action waited
+//! waits again.
+//!
 //! After every step and state change the [`State`] is saved to `state.json` in the session
 //! directory; [`Controller::resume`] continues a run from there.
 
@@ -35,7 +45,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use protocol::action::MessageArgs;
+use protocol::action::{ConfirmationState, MessageArgs};
 use protocol::observation::{AgentStateChangedExtras, EmptyExtras, ErrorExtras};
 use protocol::{Action, ActionKind, AgentState, Event, EventSource, Observation, ObservationKind};
 use tokio::sync::mpsc;
@@ -43,6 +53,7 @@ use tokio::sync::mpsc;
 use crate::agent::{Agent, AgentError, Step, StepFuture};
 use crate::events::{EventFilter, EventLogError, EventStream};
 use crate::recall::{KNOWLEDGE, WORKSPACE_CONTEXT, recall_action};
+use crate::security::SecurityConfig;
 use crate::state::{STATE_FILE, State, StateError};
 
 /// The reply a headless run gives when the agent waits for the user (OpenHands'
@@ -148,6 +159,8 @@ pub(crate) struct ControllerConfig {
     /// Put a `recall` action on the stream for each user message and wait for its answer
     /// (only when something on the stream answers recalls).
     pub(crate) recall: bool,
+    /// Risk analysis and confirmation mode.
+    pub(crate) security: SecurityConfig,
 }
 
 impl ControllerConfig {
@@ -161,6 +174,7 @@ impl ControllerConfig {
             session_dir: None,
             headless: true,
             recall: false,
+            security: SecurityConfig::default(),
         }
     }
 }
@@ -247,6 +261,8 @@ pub(crate) struct Controller {
     first_user_message: Option<i64>,
     /// The saved run had ended in an error (see [`Controller::resumed_after_error`]).
     resumed_after_error: bool,
+    /// Risk analysis and confirmation mode.
+    security: SecurityConfig,
 }
 
 impl std::fmt::Debug for Controller {
@@ -291,6 +307,7 @@ impl Controller {
         );
         let events = stream.subscribe();
         state.end_id = stream.latest_id();
+        state.confirmation_mode = config.security.confirmation_mode;
         Controller::with_state(state, stream, events, agent, &config, false)
     }
 
@@ -329,6 +346,9 @@ impl Controller {
             state.last_error = None;
         }
         config.session_dir = Some(session_dir.to_path_buf());
+        // Confirmation mode, once on, stays on for the run.
+        state.confirmation_mode |= config.security.confirmation_mode;
+        config.security.confirmation_mode = state.confirmation_mode;
         let mut controller = Controller::with_state(state, stream, events, agent, &config, true);
         controller.resumed_after_error = resumed_after_error;
         controller.pending = pending_action(&controller.stream);
@@ -371,6 +391,7 @@ impl Controller {
             unrecalled: None,
             first_user_message: None,
             resumed_after_error: false,
+            security: config.security.clone(),
         }
     }
 
@@ -406,12 +427,19 @@ impl Controller {
         ) {
             return Ok(self.state);
         }
-        let reason = if self.resumed {
-            "resumed from the saved state"
+        if self.awaits_confirmation() {
+            self.set_state(
+                AgentState::AwaitingUserConfirmation,
+                "resumed: the action still waits for the user's confirmation",
+            )?;
         } else {
-            "started"
-        };
-        self.set_state(AgentState::Running, reason)?;
+            let reason = if self.resumed {
+                "resumed from the saved state"
+            } else {
+                "started"
+            };
+            self.set_state(AgentState::Running, reason)?;
+        }
         if let Some(message) = self.unrecalled.take() {
             self.recall_for(&message)?;
         }
@@ -533,6 +561,13 @@ impl Controller {
         if let Some(metrics) = &action.llm_metrics {
             self.state.metrics = metrics.clone();
         }
+        if self.security.judge(&mut action) {
+            action.set_confirmation_state(ConfirmationState::AwaitingConfirmation);
+            self.set_state(
+                AgentState::AwaitingUserConfirmation,
+                "the action waits for the user's confirmation",
+            )?;
+        }
         let stored = self.add(action, EventSource::Agent)?;
         let Event::Action(action) = &*stored else {
             return Ok(());
@@ -558,16 +593,7 @@ impl Controller {
                 self.set_state(AgentState::Rejected, "the agent rejected the task")?;
             }
             ActionKind::Message(message) if message.wait_for_response => {
-                self.set_state(AgentState::AwaitingUserInput, "the agent waits for a reply")?;
-                if self.headless {
-                    let reply = Action::from(ActionKind::Message(MessageArgs {
-                        content: AUTO_CONTINUE.to_string(),
-                        ..MessageArgs::default()
-                    }));
-                    let reply = self.add(reply, EventSource::User)?;
-                    self.recall_for(&reply)?;
-                    self.set_state(AgentState::Running, "headless: replied automatically")?;
-                }
+                self.await_user("the agent waits for a reply")?;
             }
             ActionKind::ChangeAgentState(change) => match AgentState::parse(&change.agent_state) {
                 Some(AgentState::Paused) => self.on_command(Command::Pause)?,
@@ -580,6 +606,65 @@ impl Controller {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The agent waits for the user: `awaiting_user_input`, and a headless run replies with
+    /// [`AUTO_CONTINUE`] and goes on.
+    fn await_user(&mut self, reason: &str) -> Result<(), ControllerError> {
+        self.set_state(AgentState::AwaitingUserInput, reason)?;
+        if self.headless {
+            let reply = Action::from(ActionKind::Message(MessageArgs {
+                content: AUTO_CONTINUE.to_string(),
+                ..MessageArgs::default()
+            }));
+            let reply = self.add(reply, EventSource::User)?;
+            self.recall_for(&reply)?;
+            self.set_state(AgentState::Running, "headless: replied automatically")?;
+        }
+        Ok(())
+    }
+
+    /// Whether the pending action waits for the user's confirmation.
+    fn awaits_confirmation(&self) -> bool {
+        matches!(self.pending.as_deref(), Some(Event::Action(a))
+            if a.confirmation_state() == ConfirmationState::AwaitingConfirmation)
+    }
+
+    /// The user's answer to the action waiting for confirmation: it is recorded again,
+    /// confirmed or rejected, for the runtime to run or to answer as rejected. Ignored (and
+    /// logged) when no action waits.
+    fn on_confirmation(&mut self, confirmed: bool) -> Result<(), ControllerError> {
+        if self.state.agent_state != AgentState::AwaitingUserConfirmation
+            || !self.awaits_confirmation()
+        {
+            tracing::warn!(
+                session = %self.state.session_id,
+                confirmed,
+                "a confirmation came while no action waits for one; ignored"
+            );
+            return Ok(());
+        }
+        let Some(Event::Action(waiting)) = self.pending.as_deref() else {
+            return Ok(());
+        };
+        let mut again = crate::agent::fresh(waiting.clone());
+        let (state, new, reason) = if confirmed {
+            (
+                ConfirmationState::Confirmed,
+                AgentState::UserConfirmed,
+                "the user confirmed the action",
+            )
+        } else {
+            (
+                ConfirmationState::Rejected,
+                AgentState::UserRejected,
+                "the user rejected the action",
+            )
+        };
+        again.set_confirmation_state(state);
+        let stored = self.add(again, EventSource::Agent)?;
+        self.pending = Some(stored);
+        self.set_state(new, reason)
     }
 
     fn on_command(&mut self, command: Command) -> Result<(), ControllerError> {
@@ -615,6 +700,11 @@ impl Controller {
             Event::Observation(o) => {
                 if o.cause.is_some() && self.pending.as_ref().and_then(|p| p.id()) == o.cause {
                     self.pending = None;
+                    if matches!(o.kind, ObservationKind::UserRejected(_)) {
+                        self.await_user("the user rejected the action")?;
+                    } else if self.state.agent_state == AgentState::UserConfirmed {
+                        self.set_state(AgentState::Running, "the confirmed action ran")?;
+                    }
                 }
                 if o.cause.is_some() && self.pending_recall.as_ref().and_then(|p| p.id()) == o.cause
                 {
@@ -634,6 +724,8 @@ impl Controller {
                         Some(AgentState::Paused) => Some(Command::Pause),
                         Some(AgentState::Running) => Some(Command::Resume),
                         Some(AgentState::Stopped) => Some(Command::Stop),
+                        Some(AgentState::UserConfirmed) => return self.on_confirmation(true),
+                        Some(AgentState::UserRejected) => return self.on_confirmation(false),
                         _ => None,
                     };
                     if let Some(command) = command {

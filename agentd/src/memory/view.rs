@@ -5,7 +5,8 @@
 //! summary of them; the summary of the newest condensation that has one is shown as a
 //! `condense` observation at its `summary_offset`. Condensation actions and condensation
 //! requests never show themselves, and neither do the controller's bookkeeping events (`null`
-//! actions and observations, `change_agent_state`, `agent_state_changed`) and hidden commands
+//! actions and observations, `change_agent_state`, `agent_state_changed`, actions still held for
+//! the user's confirmation) and hidden commands
 //! and their output (the workspace's `setup.sh`), which the reference leaves out of the
 //! agent's history as well.
 
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 #[cfg(test)]
 use protocol::Action;
-use protocol::action::CondensationArgs;
+use protocol::action::{CondensationArgs, ConfirmationState};
 use protocol::observation::EmptyExtras;
 use protocol::{ActionKind, Event, EventSource, Observation, ObservationKind};
 
@@ -150,6 +151,9 @@ fn shown(event: &Event) -> bool {
                     | ActionKind::Null(_)
                     | ActionKind::ChangeAgentState(_)
             ) && !matches!(&a.kind, ActionKind::Run(run) if run.hidden)
+                // An action held for the user's confirmation: the one the user confirmed or
+                // rejected follows it as a new event (see `crate::security`).
+                && a.confirmation_state() != ConfirmationState::AwaitingConfirmation
         }
         Event::Observation(o) => {
             !matches!(

@@ -19,8 +19,9 @@ use protocol::{Action, ActionKind, ToolCallMetadata};
 use sandbox_common::{ToolAction, ToolArgs, ToolCallError, sandbox_tool_action};
 use serde_json::Value;
 
-use super::tools::{FINISH, THINK};
+use super::tools::{FINISH, SECURITY_RISK, THINK};
 use crate::agent::AgentError;
+use crate::security::Risk;
 
 /// The actions of one model answer, in the order of its tool calls. `model_response` is the
 /// response as recorded in each action's metadata; `metrics` (the LLM's figures after the
@@ -106,7 +107,14 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
         return Ok(action);
     }
     if let Some(action) = sandbox_tool_action(name, &args) {
-        let ToolAction { kind, timeout } = action.map_err(malformed)?;
+        let ToolAction { mut kind, timeout } = action.map_err(malformed)?;
+        // The risk the model declares; another value is logged and leaves it unknown.
+        if let Some(label) = args.optional_str(SECURITY_RISK).map_err(malformed)? {
+            match Risk::from_label(&label) {
+                Some(risk) => kind.set_security_risk(risk.as_i64()),
+                None => tracing::warn!(%label, "the model gave an unknown security_risk"),
+            }
+        }
         let mut action = Action::from(kind);
         action.timeout = timeout;
         return Ok(action);

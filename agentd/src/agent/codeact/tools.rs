@@ -35,13 +35,40 @@ impl Default for ToolSet {
 pub(crate) fn tools(set: ToolSet) -> Vec<Tool> {
     let mut tools: Vec<Tool> = sandbox_common::sandbox_tools(set.ipython)
         .into_iter()
-        .map(|spec| tool(spec.name, spec.description, spec.parameters))
+        .map(|spec| {
+            tool(
+                spec.name,
+                spec.description,
+                with_security_risk(spec.parameters),
+            )
+        })
         .collect();
     if set.think {
         tools.push(think());
     }
     tools.push(finish());
     tools
+}
+
+/// The argument in which the model says how risky a call of a sandbox tool is (the
+/// reference's). Not required, unlike there: a call without it (a model that does not know
+/// it, a recorded prompted-mode call) is not refused, its risk is unknown.
+pub(crate) const SECURITY_RISK: &str = "security_risk";
+
+/// `parameters` with the [`SECURITY_RISK`] argument added.
+fn with_security_risk(mut parameters: Value) -> Value {
+    if let Some(properties) = parameters["properties"].as_object_mut() {
+        properties.insert(
+            SECURITY_RISK.to_string(),
+            json!({
+                "type": "string",
+                "description": "The LLM's assessment of the safety risk of this action. See \
+            the SECURITY_RISK_ASSESSMENT section in the system prompt for risk level definitions.",
+                "enum": ["LOW", "MEDIUM", "HIGH"]
+            }),
+        );
+    }
+    parameters
 }
 
 fn tool(name: &str, description: &str, parameters: Value) -> Tool {
