@@ -79,6 +79,7 @@ async fn agentd_step(history: usize) -> Duration {
         security: Default::default(),
         interactive: false,
         user_actions: None,
+        delegates: None,
     };
     let outcome = run_session(spec, on_event).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);

@@ -63,6 +63,7 @@
 //! ipython = true              # offer execute_ipython_cell
 //! think = true                # offer think
 //! system_prompt_file = "prompt.md"
+//! delegation = true           # offer delegate_to_agent (ReadOnlyAgent, DummyAgent)
 //!
 //! [mcp]                       # MCP servers; keys in crate::mcp::settings
 //! shttp_servers = [{ url = "http://127.0.0.1:8931/mcp", api_key = "...", timeout = 60 }]
@@ -181,6 +182,8 @@ pub struct AgentSection {
     pub think: Option<bool>,
     /// A file with the system prompt to use instead of the built-in one.
     pub system_prompt_file: Option<PathBuf>,
+    /// Offer `delegate_to_agent` (ReadOnlyAgent, DummyAgent); default false.
+    pub delegation: Option<bool>,
 }
 
 /// `[docker]`.

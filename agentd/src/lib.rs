@@ -37,14 +37,14 @@ mod state;
 mod trajectory;
 mod workspace;
 
-pub use agent::codeact::tools::ToolSet;
+pub use agent::codeact::tools::{ToolProfile, ToolSet};
 pub use agent::codeact::{CodeActAgent, CodeActConfig};
 pub use agent::{Agent, AgentError, ReplayAgent, ScriptedAgent, Step};
 pub use config::{
     ConfigError, DockerSection, FileConfig, MicroagentsSection, RemoteSection, ServeSection,
     default_sessions_dir, new_session_id,
 };
-pub use controller::{ControllerError, DEFAULT_MAX_ITERATIONS};
+pub use controller::{AgentFactory, ControllerError, DEFAULT_MAX_ITERATIONS};
 pub use display::render as render_event;
 pub use events::{EventLogError, EventStream};
 pub use llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};

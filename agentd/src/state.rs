@@ -82,6 +82,14 @@ pub struct State {
     /// the state too): a resumed run stays in confirmation mode.
     #[serde(default)]
     pub confirmation_mode: bool,
+    /// 0 for the run's own agent, parent + 1 for a delegate.
+    #[serde(default)]
+    pub delegate_level: u32,
+    /// For a delegate: the parent's iteration count when it started. `iteration` is the
+    /// global count (parent and delegates, one limit); the delegate's own steps are
+    /// `iteration - parent_iteration`.
+    #[serde(default)]
+    pub parent_iteration: u32,
 }
 
 /// What the run's LLM calls cost, in USD.
@@ -142,7 +150,15 @@ impl State {
             extra_data: BTreeMap::new(),
             resume_count: 0,
             confirmation_mode: false,
+            delegate_level: 0,
+            parent_iteration: 0,
         }
+    }
+
+    /// The steps taken since this agent started (a delegate's local count, its own steps and
+    /// those of its delegates).
+    pub fn local_iteration(&self) -> u32 {
+        self.iteration.saturating_sub(self.parent_iteration)
     }
 
     /// Writes the state to `path` atomically: a temporary file next to it, renamed into place,

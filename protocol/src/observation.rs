@@ -89,6 +89,17 @@ pub enum ObservationKind {
     /// The answer to a `call_tool_mcp` action (OpenHands' `MCPObservation`); `content` is the
     /// tool's result as JSON (docs/protocol.md §13).
     Mcp(McpExtras),
+    /// The answer to a `delegate` action (OpenHands' `AgentDelegateObservation`): what the
+    /// delegate finished with.
+    Delegate(DelegateExtras),
+}
+
+/// Extras of a `delegate` observation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DelegateExtras {
+    /// The delegate's outputs (its `finish` or `reject` outputs).
+    pub outputs: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ObservationKind {
@@ -109,6 +120,7 @@ impl ObservationKind {
             ObservationKind::Recall(_) => "recall",
             ObservationKind::Condense(_) => "condense",
             ObservationKind::Mcp(_) => "mcp",
+            ObservationKind::Delegate(_) => "delegate",
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use agentd::DEFAULT_MAX_ITERATIONS;
 use agentd::ToolSet;
 use agentd::docker::{SandboxUser, choose_user};
-use agentd::{Agent, ReplayAgent};
+use agentd::{Agent, AgentFactory, ReplayAgent, ScriptedAgent, ToolProfile};
 use agentd::{AnalyzerKind, SecurityAnalyzer, SecurityConfig};
 use agentd::{CodeActAgent, CodeActConfig};
 use agentd::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
@@ -198,6 +198,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         Some(path) => Some(trajectory::load(path)?),
         None => None,
     };
+    let mut delegates: Option<AgentFactory> = None;
     let agent: Box<dyn Agent> = match (&recorded, &args.script) {
         (Some(events), _) => Box::new(ReplayAgent::from_events(events)),
         (None, Some(path)) => {
@@ -233,7 +234,9 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
                     "no agent: pass --model (or set LLM_MODEL, or [llm] model in --config) for                      the CodeAct agent, or --script FILE or --replay FILE",
                 );
             }
-            Box::new(codeact(llm, &file, mask.clone())?)
+            let (agent, factory) = codeact(llm, &file, mask.clone())?;
+            delegates = Some(factory);
+            Box::new(agent)
         }
     };
     let interactive = args.interactive
@@ -380,6 +383,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         user_actions: None,
         interactive,
         security,
+        delegates,
     };
     let seen = SeenState::new();
     let mut spec = spec;
@@ -469,8 +473,12 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
 }
 
 /// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
-/// the model's calls on stderr.
-fn codeact(llm: LlmConfig, file: &FileConfig, mask: SecretMask) -> anyhow::Result<CodeActAgent> {
+/// the model's calls on stderr, and the agents it may delegate to (on the same model).
+fn codeact(
+    llm: LlmConfig,
+    file: &FileConfig,
+    mask: SecretMask,
+) -> anyhow::Result<(CodeActAgent, AgentFactory)> {
     let system_prompt = match &file.agent.system_prompt_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
@@ -496,11 +504,34 @@ fn codeact(llm: LlmConfig, file: &FileConfig, mask: SecretMask) -> anyhow::Resul
         tools: ToolSet {
             ipython: file.agent.ipython.unwrap_or(defaults.ipython),
             think: file.agent.think.unwrap_or(defaults.think),
+            delegate: file.agent.delegation.unwrap_or(defaults.delegate),
         },
         system_prompt,
         condenser: file.condenser.clone().unwrap_or_default(),
+        profile: ToolProfile::CodeAct,
     };
-    CodeActAgent::new(llm, config).context("cannot set up the CodeAct agent")
+    let delegate_llm = llm.clone();
+    let factory: AgentFactory = std::sync::Arc::new(move |name: &str| -> Option<Box<dyn Agent>> {
+        match name {
+            "ReadOnlyAgent" => {
+                let config = CodeActConfig {
+                    profile: ToolProfile::ReadOnly,
+                    ..CodeActConfig::default()
+                };
+                match CodeActAgent::new(delegate_llm.clone(), config) {
+                    Ok(agent) => Some(Box::new(agent)),
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot set up ReadOnlyAgent");
+                        None
+                    }
+                }
+            }
+            "DummyAgent" => Some(Box::new(ScriptedAgent::dummy())),
+            _ => None,
+        }
+    });
+    let agent = CodeActAgent::new(llm, config).context("cannot set up the CodeAct agent")?;
+    Ok((agent, factory))
 }
 
 /// The security settings of the flags and the file; `Err` says what is wrong (a rule that

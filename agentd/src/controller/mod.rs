@@ -33,6 +33,15 @@
 //! for the user (a headless run replies automatically). A run resumed while an action waited
 //! waits again.
 //!
+//! Delegation: the agent's `delegate` action starts a delegate — the agent the
+//! [`AgentFactory`] makes for its name — under a controller of its own on the same stream, with
+//! its own state (delegate level + 1, its history from the next event, the task as a `TASK:`
+//! user message) and the parent's counters: the iteration count and the budget are global, so
+//! the delegate's steps and spending count against the run's limits and roll up into the
+//! parent's state when it ends. Meanwhile the parent takes no step and leaves every event to
+//! the delegate (a stop is passed on). When the delegate ends, the parent answers the
+//! `delegate` action with a `delegate` observation carrying its outputs, as the reference does.
+//!
 //! After every step and state change the [`State`] is saved to `state.json` in the session
 //! directory; [`Controller::resume`] continues a run from there.
 
@@ -45,12 +54,13 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use protocol::action::{ConfirmationState, MessageArgs};
+use protocol::action::{ConfirmationState, DelegateArgs, MessageArgs};
+use protocol::observation::DelegateExtras;
 use protocol::observation::{AgentStateChangedExtras, EmptyExtras, ErrorExtras};
 use protocol::{Action, ActionKind, AgentState, Event, EventSource, Observation, ObservationKind};
 use tokio::sync::mpsc;
 
-use crate::agent::{Agent, AgentError, Step, StepFuture};
+use crate::agent::{Agent, AgentError, DELEGATE_AGENTS, Step, StepFuture};
 use crate::events::{EventFilter, EventLogError, EventStream};
 use crate::recall::{KNOWLEDGE, WORKSPACE_CONTEXT, recall_action};
 use crate::security::SecurityConfig;
@@ -143,8 +153,11 @@ fn unanswered_recall(stream: &EventStream) -> Option<Unanswered> {
     })
 }
 
+/// Makes the agent a `delegate` action names (`ReadOnlyAgent`...), `None` for an unknown name.
+pub type AgentFactory = Arc<dyn Fn(&str) -> Option<Box<dyn Agent>> + Send + Sync>;
+
 /// How a controller runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct ControllerConfig {
     /// The session's id (new runs only; a resumed run keeps its own).
     pub(crate) session_id: String,
@@ -161,6 +174,19 @@ pub(crate) struct ControllerConfig {
     pub(crate) recall: bool,
     /// Risk analysis and confirmation mode.
     pub(crate) security: SecurityConfig,
+    /// The agents `delegate` actions may start; `None`: delegation is refused.
+    pub(crate) delegates: Option<AgentFactory>,
+}
+
+impl std::fmt::Debug for ControllerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerConfig")
+            .field("session_id", &self.session_id)
+            .field("max_iterations", &self.max_iterations)
+            .field("headless", &self.headless)
+            .field("delegates", &self.delegates.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ControllerConfig {
@@ -175,6 +201,7 @@ impl ControllerConfig {
             headless: true,
             recall: false,
             security: SecurityConfig::default(),
+            delegates: None,
         }
     }
 }
@@ -263,6 +290,12 @@ pub(crate) struct Controller {
     resumed_after_error: bool,
     /// Risk analysis and confirmation mode.
     security: SecurityConfig,
+    /// See [`ControllerConfig::delegates`].
+    delegates: Option<AgentFactory>,
+    /// The `delegate` action recorded in this step, to start after it.
+    delegation: Option<(Arc<Event>, DelegateArgs)>,
+    /// How the controller was configured (for its delegates).
+    config: ControllerConfig,
 }
 
 impl std::fmt::Debug for Controller {
@@ -392,6 +425,9 @@ impl Controller {
             first_user_message: None,
             resumed_after_error: false,
             security: config.security.clone(),
+            delegates: config.delegates.clone(),
+            delegation: None,
+            config: config.clone(),
         }
     }
 
@@ -536,10 +572,150 @@ impl Controller {
                 self.fail(error.to_string())?;
             }
         }
+        if let Some((action, args)) = self.delegation.take() {
+            self.delegate(action, args).await?;
+        }
         for command in std::mem::take(&mut self.deferred) {
             self.on_command(command)?;
         }
         self.save()
+    }
+
+    /// Runs the delegate of the `delegate` action `action` to its end and answers the action.
+    /// (Boxed: a delegate's controller may delegate in turn.)
+    fn delegate(
+        &mut self,
+        action: Arc<Event>,
+        args: DelegateArgs,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ControllerError>> + Send + '_>>
+    {
+        Box::pin(self.run_delegate(action, args))
+    }
+
+    async fn run_delegate(
+        &mut self,
+        action: Arc<Event>,
+        args: DelegateArgs,
+    ) -> Result<(), ControllerError> {
+        let Event::Action(delegate_action) = &*action else {
+            return Ok(());
+        };
+        let agent = self.delegates.as_ref().and_then(|make| make(&args.agent));
+        let Some(agent) = agent else {
+            let text = format!(
+                "Unknown agent {:?}: the agents to delegate to are {}.",
+                args.agent,
+                DELEGATE_AGENTS.join(", ")
+            );
+            let mut error =
+                Observation::new(ObservationKind::Error(ErrorExtras::default()), text.clone());
+            error.message = text;
+            error.cause = delegate_action.id;
+            error.tool_call_metadata = delegate_action.tool_call_metadata.clone();
+            self.add(error, EventSource::Agent)?;
+            return Ok(());
+        };
+        let name = agent.name().to_string();
+        let mut config = self.config.clone();
+        config.session_id = format!("{}-delegate", self.state.session_id);
+        config.session_dir = None;
+        config.max_iterations = self.state.max_iterations;
+        config.max_budget_per_task = self.state.budget.max_per_task;
+        let mut state = State::new(
+            config.session_id.clone(),
+            config.max_iterations,
+            config.max_budget_per_task,
+        );
+        state.delegate_level = self.state.delegate_level + 1;
+        state.iteration = self.state.iteration;
+        state.parent_iteration = self.state.iteration;
+        state.budget = self.state.budget.clone();
+        state.confirmation_mode = self.state.confirmation_mode;
+        state.start_id = self.stream.latest_id().map_or(0, |id| id + 1);
+        let events = self.stream.subscribe();
+        state.end_id = self.stream.latest_id();
+        tracing::info!(
+            session = %self.state.session_id,
+            delegate = %name,
+            level = state.delegate_level,
+            "delegating"
+        );
+        let child =
+            Controller::with_state(state, self.stream.clone(), events, agent, &config, false);
+        let handle = child.handle();
+        if let Some(task) = args.inputs.get("task") {
+            let task = match task {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let message = Action::from(ActionKind::Message(MessageArgs {
+                content: format!("TASK: {task}"),
+                ..MessageArgs::default()
+            }));
+            self.stream.add(message, EventSource::User)?;
+        }
+        let mut run = Box::pin(child.run());
+        let ended = loop {
+            tokio::select! {
+                biased;
+                Some(command) = self.commands.recv() => match command {
+                    Command::Stop => {
+                        handle.stop();
+                        self.deferred.push(Command::Stop);
+                    }
+                    Command::Fail(reason) => {
+                        handle.fail(reason.clone());
+                        self.deferred.push(Command::Fail(reason));
+                    }
+                    other => self.deferred.push(other),
+                },
+                ended = &mut run => break ended?,
+            }
+        };
+        // Everything that happened meanwhile was the delegate's.
+        while let Ok(event) = self.events.try_recv() {
+            self.state.end_id = self.state.end_id.max(event.id());
+        }
+        self.own.clear();
+        // The counters are global: the delegate's steps and spending are the run's.
+        self.state.iteration = ended.iteration;
+        self.state.budget = ended.budget.clone();
+        if !ended.metrics.is_null() {
+            self.state.metrics = ended.metrics.clone();
+        }
+        let content = match ended.agent_state {
+            AgentState::Finished | AgentState::Rejected => {
+                let outputs: Vec<String> = ended
+                    .outputs
+                    .iter()
+                    .filter(|(key, _)| *key != "metrics")
+                    .map(|(key, value)| match value {
+                        serde_json::Value::String(text) => format!("{key}: {text}"),
+                        other => format!("{key}: {other}"),
+                    })
+                    .collect();
+                format!("{name} finishes task with {}", outputs.join(", "))
+            }
+            _ => format!("{name} encountered an error during execution."),
+        };
+        let content = format!("Delegated agent finished with result:\n\n{content}");
+        let mut answer = Observation::new(
+            ObservationKind::Delegate(DelegateExtras {
+                outputs: ended.outputs.clone(),
+            }),
+            content,
+        );
+        answer.cause = delegate_action.id;
+        answer.tool_call_metadata = delegate_action.tool_call_metadata.clone();
+        self.add(answer, EventSource::Agent)?;
+        tracing::info!(
+            session = %self.state.session_id,
+            delegate = %name,
+            state = ended.agent_state.as_str(),
+            steps = ended.local_iteration(),
+            "the delegate ended"
+        );
+        Ok(())
     }
 
     /// Puts the agent's action on the stream, counts its cost, and reacts to it.
@@ -584,8 +760,18 @@ impl Controller {
                 logged.tool_call_metadata = action.tool_call_metadata.clone();
                 self.add(logged, EventSource::Agent)?;
             }
+            ActionKind::Delegate(args) => {
+                self.delegation = Some((stored.clone(), args.clone()));
+            }
             ActionKind::Finish(finish) => {
                 self.state.outputs = finish.outputs.clone();
+                // The answer a delegate gives back (the reference leaves CodeAct's message out).
+                if !finish.final_thought.is_empty() && !self.state.outputs.contains_key("content") {
+                    self.state.outputs.insert(
+                        "content".to_string(),
+                        serde_json::Value::String(finish.final_thought.clone()),
+                    );
+                }
                 self.set_state(AgentState::Finished, "the agent finished the task")?;
             }
             ActionKind::Reject(reject) => {

@@ -160,6 +160,7 @@ fn prompted_call(thought: &str, name: &str, params: &[(&str, &str)]) -> Reply {
 const PROGRAM: &str = "print('hello from the agent')";
 
 mod confirmation;
+mod delegation;
 mod mcp;
 mod recall;
 mod workspace;

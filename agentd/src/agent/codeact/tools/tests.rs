@@ -13,6 +13,7 @@ fn ipython_and_think_can_be_left_out() {
     let names: Vec<String> = tools(ToolSet {
         ipython: false,
         think: false,
+        delegate: false,
     })
     .into_iter()
     .map(|t| t.function.name)
