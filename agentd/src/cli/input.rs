@@ -115,8 +115,14 @@ pub fn read_task(mode: InputMode) -> Option<String> {
     }
 }
 
-/// Starts the thread that reads stdin and sends the user's actions to `actions`.
-pub fn spawn(mode: InputMode, seen: SeenState) -> mpsc::UnboundedReceiver<Action> {
+/// Starts the thread that reads stdin and sends the user's actions to `actions`. In an
+/// `interactive` run on a terminal, the end of the input (Ctrl-D) leaves the run as `/exit`
+/// does.
+pub fn spawn(
+    mode: InputMode,
+    seen: SeenState,
+    interactive: bool,
+) -> mpsc::UnboundedReceiver<Action> {
     let (tx, rx) = mpsc::unbounded_channel();
     let spawned = std::thread::Builder::new()
         .name("stdin".to_string())
@@ -125,7 +131,12 @@ pub fn spawn(mode: InputMode, seen: SeenState) -> mpsc::UnboundedReceiver<Action
             let mut lines = stdin.lock().lines();
             match mode {
                 InputMode::Json => json_lines(&mut lines, &tx),
-                InputMode::Terminal => terminal_lines(&mut lines, &tx, &seen),
+                InputMode::Terminal => {
+                    let input_ended = terminal_lines(&mut lines, &tx, &seen);
+                    if input_ended && interactive {
+                        let _ = tx.send(change_state(AgentState::Stopped));
+                    }
+                }
             }
         });
     if let Err(e) = spawned {
@@ -153,37 +164,47 @@ fn json_lines(
     }
 }
 
+/// Returns whether the input ended (not `/exit`, nor a run that went away).
 fn terminal_lines(
     lines: &mut impl Iterator<Item = std::io::Result<String>>,
     tx: &mpsc::UnboundedSender<Action>,
     seen: &SeenState,
-) {
-    loop {
-        if seen.get() == AgentState::AwaitingUserConfirmation {
-            let Some(Ok(line)) = lines.next() else { return };
-            let answer = match line.trim().to_ascii_lowercase().as_str() {
+) -> bool {
+    // What a line means is decided when it is read: the state may have changed while the
+    // thread waited for it.
+    let mut text = String::new();
+    for line in lines.map_while(Result::ok) {
+        let line = line.trim_end_matches(['\r', '\n']);
+        let action = if text.is_empty() && line.trim() == "/exit" {
+            change_state(AgentState::Stopped)
+        } else if text.is_empty() && seen.get() == AgentState::AwaitingUserConfirmation {
+            match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => change_state(AgentState::UserConfirmed),
                 "n" | "no" => change_state(AgentState::UserRejected),
-                "/exit" => change_state(AgentState::Stopped),
                 _ => {
                     eprintln!("agentd: answer y (run it) or n (reject it)");
                     continue;
                 }
-            };
-            if tx.send(answer).is_err() {
-                return;
             }
+        } else if let Some(start) = line.strip_suffix('\\') {
+            text.push_str(start);
+            text.push('\n');
             continue;
-        }
-        let action = match read_message(lines) {
-            Some(text) => message(text),
-            None => change_state(AgentState::Stopped),
+        } else {
+            text.push_str(line);
+            if text.trim().is_empty() {
+                text.clear();
+                continue;
+            }
+            message(std::mem::take(&mut text))
         };
-        let stop = matches!(&action.kind, ActionKind::ChangeAgentState(_));
+        let stop =
+            matches!(&action.kind, ActionKind::ChangeAgentState(c) if c.agent_state == "stopped");
         if tx.send(action).is_err() || stop {
-            return;
+            return false;
         }
     }
+    true
 }
 
 /// What the printer says on stderr after a state change, for the user at a terminal.

@@ -392,7 +392,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         && State::load(&session_dir(&spec.sessions_dir, &session_id).join(STATE_FILE))
             .is_ok_and(|state| state.confirmation_mode);
     if interactive || spec.security.confirmation_mode || saved_confirmation_mode {
-        spec.user_actions = Some(input::spawn(mode, seen.clone()));
+        spec.user_actions = Some(input::spawn(mode, seen.clone(), interactive));
     }
     let json = args.json;
     eprintln!("agentd: session {session_id}");

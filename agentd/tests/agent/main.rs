@@ -161,6 +161,7 @@ const PROGRAM: &str = "print('hello from the agent')";
 
 mod confirmation;
 mod delegation;
+mod interactive;
 mod mcp;
 mod recall;
 mod workspace;
