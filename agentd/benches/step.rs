@@ -76,6 +76,10 @@ async fn agentd_step(history: usize) -> Duration {
         stop_on_signals: false,
         mcp: Default::default(),
         workspace: Default::default(),
+        security: Default::default(),
+        interactive: false,
+        user_actions: None,
+        delegates: None,
     };
     let outcome = run_session(spec, on_event).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);

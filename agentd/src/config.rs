@@ -64,6 +64,7 @@
 //! think = true                # offer think
 //! browsing = false            # offer browser (a sandbox with Chromium)
 //! system_prompt_file = "prompt.md"
+//! delegation = true           # offer delegate_to_agent (ReadOnlyAgent, DummyAgent)
 //!
 //! [mcp]                       # MCP servers; keys in crate::mcp::settings
 //! shttp_servers = [{ url = "http://127.0.0.1:8931/mcp", api_key = "...", timeout = 60 }]
@@ -75,6 +76,14 @@
 //!
 //! [microagents]
 //! disabled = ["docker"]       # microagents not to use, by name
+//!
+//! [security]                  # keys in crate::security
+//! confirmation_mode = true    # hold actions that are not low-risk for the user
+//! security_analyzer = "rules" # llm | rules
+//! [[security.rules]]          # added to the rules analyzer's table
+//! on = "command"              # command | path | write | url
+//! pattern = '\bterraform\s+destroy\b'
+//! risk = "high"
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -87,6 +96,7 @@ use crate::memory::CondenserConfig;
 use crate::runtime::RuntimeKind;
 use crate::runtime::docker::Network;
 use crate::secrets::SecretSetting;
+use crate::security::SecuritySection;
 
 /// Errors reading the settings file.
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +159,9 @@ pub struct FileConfig {
     /// Microagents.
     #[serde(default)]
     pub microagents: MicroagentsSection,
+    /// Risk analysis and confirmation mode.
+    #[serde(default)]
+    pub security: SecuritySection,
 }
 
 /// `[microagents]`.
@@ -173,6 +186,8 @@ pub struct AgentSection {
     pub browsing: Option<bool>,
     /// A file with the system prompt to use instead of the built-in one.
     pub system_prompt_file: Option<PathBuf>,
+    /// Offer `delegate_to_agent` (ReadOnlyAgent, DummyAgent); default false.
+    pub delegation: Option<bool>,
 }
 
 /// `[docker]`.

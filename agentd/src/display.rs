@@ -21,7 +21,10 @@ pub fn render(event: &Event) -> String {
     let (head, body) = match event {
         Event::Action(a) => {
             let thought = thought(&a.kind);
-            let (head, body) = action(&a.kind);
+            let (mut head, body) = action(&a.kind);
+            if let Some(note) = confirmation_note(a) {
+                head.push_str(&note);
+            }
             let body = match thought {
                 Some(t) if !t.is_empty() => format!("({t})\n{body}"),
                 _ => body,
@@ -53,6 +56,27 @@ pub fn render(event: &Event) -> String {
         out.push_str(line);
     }
     out
+}
+
+/// ` [risk high, awaiting confirmation]`: what a runnable action's risk and confirmation
+/// state say, when they say something.
+fn confirmation_note(action: &protocol::Action) -> Option<String> {
+    use protocol::action::ConfirmationState;
+    if !action.kind.is_runnable() {
+        return None;
+    }
+    let risk = action
+        .kind
+        .security_risk()
+        .filter(|r| *r >= 0)
+        .map(|r| format!("risk {}", crate::security::Risk::from_i64(r).as_str()));
+    let state = match action.confirmation_state() {
+        ConfirmationState::Confirmed => None,
+        ConfirmationState::AwaitingConfirmation => Some("awaiting confirmation".to_string()),
+        ConfirmationState::Rejected => Some("rejected".to_string()),
+    };
+    let parts: Vec<String> = risk.into_iter().chain(state).collect();
+    (!parts.is_empty()).then(|| format!(" [{}]", parts.join(", ")))
 }
 
 fn action(kind: &ActionKind) -> (String, String) {

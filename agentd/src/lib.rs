@@ -33,22 +33,23 @@ mod memory;
 mod recall;
 mod runtime;
 mod secrets;
+mod security;
 mod serve;
 mod session;
 mod state;
 mod trajectory;
 mod workspace;
 
-pub use agent::codeact::tools::ToolSet;
+pub use agent::codeact::tools::{ToolProfile, ToolSet};
 pub use agent::codeact::{CodeActAgent, CodeActConfig};
 pub use agent::{Agent, AgentError, BrowsingAgent, ReplayAgent, ScriptedAgent, Step};
 pub use config::{
     ConfigError, DockerSection, FileConfig, MicroagentsSection, RemoteSection, ServeSection,
     default_sessions_dir, new_session_id,
 };
-pub use controller::{ControllerError, DEFAULT_MAX_ITERATIONS};
+pub use controller::{AgentFactory, ControllerError, DEFAULT_MAX_ITERATIONS};
 pub use conversations::{
-    AgentFactory, AgentRequest, ConversationError, ServerConfig, ServerError,
+    AgentRequest, ConversationError, MadeAgent, MakeAgent, ServerConfig, ServerError,
     run as serve_conversations,
 };
 pub use display::render as render_event;
@@ -66,10 +67,14 @@ pub use runtime::{
 pub use secrets::{
     LogMask, MaskError, MaskedStderr, SECRET_HIDDEN, Secret, SecretError, SecretMask, SecretSetting,
 };
+pub use security::{
+    AnalyzerKind, Risk, RuleSetting, RuleTarget, RulesError, SecurityAnalyzer, SecurityConfig,
+    SecuritySection,
+};
 pub use serve::store::ClaimStoreError;
 pub use serve::{BackendKind, ServeConfig, ServeError, TlsFiles, run as serve};
 pub use session::{ActionTally, Outcome, RunSpec, SessionError, run as run_session, session_dir};
-pub use state::{State, StateError};
+pub use state::{STATE_FILE, State, StateError};
 pub use workspace::{RepoOrigin, Repository, WorkspaceError, WorkspaceSpec};
 
 /// Sandbox containers on the Docker engine: the hardened configuration, images, the sandbox

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use protocol::action::{ActionKind, MessageArgs};
+use protocol::action::{ActionKind, ConfirmationState, MessageArgs};
 use protocol::{Action, AgentState, Event, EventSource, ObservationKind};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +26,7 @@ use crate::mcp::McpSettings;
 use crate::recall::{Memory, Recalled, WorkspaceContext};
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
 use crate::secrets::SecretMask;
+use crate::security::SecurityConfig;
 use crate::state::{STATE_FILE, State};
 use crate::workspace::{self, WorkspaceError, WorkspaceSpec};
 
@@ -84,6 +85,16 @@ pub struct RunSpec {
     pub mcp: McpSettings,
     /// The repository, secrets and microagent settings of the workspace.
     pub workspace: WorkspaceSpec,
+    /// Risk analysis and confirmation mode.
+    pub security: SecurityConfig,
+    /// Someone answers the agent (the terminal of an interactive run): a message that waits
+    /// for a reply waits for the user's, instead of the reference's automatic one.
+    pub interactive: bool,
+    /// The agents the agent may delegate to, by name (`None`: delegation is refused).
+    pub delegates: Option<crate::controller::AgentFactory>,
+    /// The user's actions (messages, `change_agent_state` such as `user_confirmed`), added to
+    /// the stream (source user) as they come, once the run has started.
+    pub user_actions: Option<mpsc::UnboundedReceiver<Action>>,
 }
 
 /// How a run ended.
@@ -253,8 +264,8 @@ async fn drive(
     });
 
     let mut runtime = Runtime::start(&spec.runtime).await?;
-    let memory = match prepare_memory(&runtime, &stream, &spec.workspace).await {
-        Ok(memory) => memory,
+    let (memory, working_dir) = match prepare_memory(&runtime, &stream, &spec.workspace).await {
+        Ok(prepared) => prepared,
         Err(e) => {
             if let Err(close) = runtime.close().await {
                 tracing::warn!(error = %close, "could not close the sandbox");
@@ -272,13 +283,17 @@ async fn drive(
         }
         agent.offer_mcp_tools(runtime.mcp_tools());
     }
+    let mut security = spec.security;
+    security.workspace = Some(working_dir);
     let config = ControllerConfig {
         session_id: spec.session_id.clone(),
         max_iterations: spec.max_iterations,
         max_budget_per_task: spec.max_budget,
         session_dir: Some(dir.clone()),
-        headless: matches!(mode, Mode::Headless),
+        headless: !spec.interactive && matches!(mode, Mode::Headless),
         recall: true,
+        security,
+        delegates: spec.delegates,
     };
     let system = (!spec.resume).then(|| agent.system_message()).flatten();
     let controller = if spec.resume {
@@ -327,6 +342,9 @@ async fn drive(
             EventSource::User,
         )?;
     }
+    let user = spec
+        .user_actions
+        .map(|actions| tokio::spawn(add_user_actions(actions, stream.clone())));
     let result = match mode {
         Mode::Headless => controller.run().await,
         Mode::Attached { detach } => tokio::select! {
@@ -339,6 +357,9 @@ async fn drive(
         },
     };
     recalls.abort();
+    if let Some(user) = user {
+        user.abort();
+    }
     if let Some(signals) = signals {
         signals.abort();
     }
@@ -356,6 +377,15 @@ async fn drive(
     let state = result?;
     closed?;
     Ok(Outcome { state, stream, dir })
+}
+
+/// Adds each of the user's actions to the stream (source user).
+async fn add_user_actions(mut actions: mpsc::UnboundedReceiver<Action>, stream: EventStream) {
+    while let Some(action) = actions.recv().await {
+        if let Err(e) = stream.add(crate::agent::fresh(action), EventSource::User) {
+            tracing::error!(error = %e, "cannot record the user's action");
+        }
+    }
 }
 
 /// Stops the run on the first SIGINT (Ctrl-C) or SIGTERM.
@@ -421,7 +451,10 @@ async fn execute_one(
     controller: &ControllerHandle,
 ) {
     let Event::Action(action) = event else { return };
-    if action.source != Some(EventSource::Agent) || !action.kind.is_runnable() {
+    if action.source != Some(EventSource::Agent)
+        || !action.kind.is_runnable()
+        || action.confirmation_state() == ConfirmationState::AwaitingConfirmation
+    {
         return;
     }
     let observation = runtime.execute(action).await;
@@ -445,12 +478,12 @@ async fn execute_one(
 
 /// Makes the workspace ready and the run's memory of it: the built-in and workspace
 /// microagents (each file that cannot be used is reported and skipped) and the workspace
-/// context.
+/// context. Also returns the sandbox's working directory.
 async fn prepare_memory(
     runtime: &Runtime,
     stream: &EventStream,
     spec: &WorkspaceSpec,
-) -> Result<Memory, SessionError> {
+) -> Result<(Memory, String), SessionError> {
     let prepared = workspace::prepare(runtime, stream, spec).await?;
     for problem in &prepared.loaded.problems {
         tracing::warn!("{problem}; skipped");
@@ -469,7 +502,7 @@ async fn prepare_memory(
             .map(|s| (s.name, s.description))
             .collect(),
         conversation_instructions: spec.conversation_instructions.clone(),
-        working_dir: prepared.working_dir,
+        working_dir: prepared.working_dir.clone(),
     };
     let mut memory = Memory::new(context, spec.inputs.clone(), true)?;
     for agent in prepared.loaded.microagents {
@@ -477,7 +510,7 @@ async fn prepare_memory(
     }
     memory.disable(&spec.disabled_microagents);
     tracing::info!(microagents = ?memory.names(), "microagents loaded");
-    Ok(memory)
+    Ok((memory, prepared.working_dir))
 }
 
 /// The memory's subscriber: answers each `recall` action (first the one a resumed run still

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::secrets::SecretMask;
 
 /// The file name of the state in a session directory.
-pub(crate) const STATE_FILE: &str = "state.json";
+pub const STATE_FILE: &str = "state.json";
 
 /// Errors saving or loading a state file.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +78,18 @@ pub struct State {
     /// How many times the run was resumed from its saved state.
     #[serde(default)]
     pub(crate) resume_count: u32,
+    /// Runnable actions that are not low-risk wait for the user (the reference keeps it in
+    /// the state too): a resumed run stays in confirmation mode.
+    #[serde(default)]
+    pub confirmation_mode: bool,
+    /// 0 for the run's own agent, parent + 1 for a delegate.
+    #[serde(default)]
+    pub delegate_level: u32,
+    /// For a delegate: the parent's iteration count when it started. `iteration` is the
+    /// global count (parent and delegates, one limit); the delegate's own steps are
+    /// `iteration - parent_iteration`.
+    #[serde(default)]
+    pub parent_iteration: u32,
 }
 
 /// What the run's LLM calls cost, in USD.
@@ -137,7 +149,16 @@ impl State {
             outputs: serde_json::Map::new(),
             extra_data: BTreeMap::new(),
             resume_count: 0,
+            confirmation_mode: false,
+            delegate_level: 0,
+            parent_iteration: 0,
         }
+    }
+
+    /// The steps taken since this agent started (a delegate's local count, its own steps and
+    /// those of its delegates).
+    pub fn local_iteration(&self) -> u32 {
+        self.iteration.saturating_sub(self.parent_iteration)
     }
 
     /// Writes the state to `path` atomically: a temporary file next to it, renamed into place,

@@ -39,6 +39,12 @@ pub struct Action {
     /// Hard timeout in seconds; `None` means no limit (docs/protocol.md §3.4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
+    /// Whether the user confirmed a runnable action whose args have no `confirmation_state`
+    /// (every one but `run` and `run_ipython`): agentd's key, which the reference (and
+    /// sandboxd) ignore. Absent means confirmed. Read and set it through
+    /// [`Action::confirmation_state`] and [`Action::set_confirmation_state`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation_state: Option<ConfirmationState>,
 }
 
 impl From<ActionKind> for Action {
@@ -53,6 +59,28 @@ impl From<ActionKind> for Action {
             tool_call_metadata: None,
             llm_metrics: None,
             timeout: None,
+            confirmation_state: None,
+        }
+    }
+}
+
+impl Action {
+    /// Whether the user confirmed this action: `run` and `run_ipython` say so in their args
+    /// (as the reference does), the other types in the top-level `confirmation_state`.
+    pub fn confirmation_state(&self) -> ConfirmationState {
+        match &self.kind {
+            ActionKind::Run(args) => args.confirmation_state,
+            ActionKind::RunIpython(args) => args.confirmation_state,
+            _ => self.confirmation_state.unwrap_or_default(),
+        }
+    }
+
+    /// Sets [`Action::confirmation_state`] where the action's type keeps it.
+    pub fn set_confirmation_state(&mut self, state: ConfirmationState) {
+        match &mut self.kind {
+            ActionKind::Run(args) => args.confirmation_state = state,
+            ActionKind::RunIpython(args) => args.confirmation_state = state,
+            _ => self.confirmation_state = (state != ConfirmationState::Confirmed).then_some(state),
         }
     }
 }
@@ -207,6 +235,34 @@ impl ActionKind {
     /// (`call_tool_mcp`), are documented on [`ActionType::is_runnable`], the single definition.
     pub const fn is_runnable(&self) -> bool {
         self.action_type().is_runnable()
+    }
+
+    /// The risk estimate of an action whose args carry one (`run`, `run_ipython`, `read`,
+    /// `write`, `edit`, `call_tool_mcp`).
+    pub const fn security_risk(&self) -> Option<SecurityRisk> {
+        match self {
+            ActionKind::Run(a) => Some(a.security_risk),
+            ActionKind::RunIpython(a) => Some(a.security_risk),
+            ActionKind::Read(a) => Some(a.security_risk),
+            ActionKind::Write(a) => Some(a.security_risk),
+            ActionKind::Edit(a) => Some(a.security_risk),
+            ActionKind::Mcp(a) => Some(a.security_risk),
+            _ => None,
+        }
+    }
+
+    /// Sets the risk estimate of an action whose args carry one; the others are left as they
+    /// are.
+    pub fn set_security_risk(&mut self, risk: SecurityRisk) {
+        match self {
+            ActionKind::Run(a) => a.security_risk = risk,
+            ActionKind::RunIpython(a) => a.security_risk = risk,
+            ActionKind::Read(a) => a.security_risk = risk,
+            ActionKind::Write(a) => a.security_risk = risk,
+            ActionKind::Edit(a) => a.security_risk = risk,
+            ActionKind::Mcp(a) => a.security_risk = risk,
+            _ => {}
+        }
     }
 
     /// The wire type of this action.

@@ -92,6 +92,17 @@ pub enum ObservationKind {
     /// The answer to `browse` and `browse_interactive` (OpenHands' `BrowserOutputObservation`;
     /// docs/protocol.md §14).
     Browse(BrowserOutputExtras),
+    /// The answer to a `delegate` action (OpenHands' `AgentDelegateObservation`): what the
+    /// delegate finished with.
+    Delegate(DelegateExtras),
+}
+
+/// Extras of a `delegate` observation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DelegateExtras {
+    /// The delegate's outputs (its `finish` or `reject` outputs).
+    pub outputs: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ObservationKind {
@@ -113,6 +124,7 @@ impl ObservationKind {
             ObservationKind::Condense(_) => "condense",
             ObservationKind::Mcp(_) => "mcp",
             ObservationKind::Browse(_) => "browse",
+            ObservationKind::Delegate(_) => "delegate",
         }
     }
 }

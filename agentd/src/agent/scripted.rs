@@ -3,7 +3,9 @@
 
 use std::collections::VecDeque;
 
-use protocol::action::FinishArgs;
+use protocol::action::{
+    CmdRunArgs, FileReadArgs, FileWriteArgs, FinishArgs, MessageArgs, RejectArgs,
+};
 use protocol::{Action, ActionKind};
 
 #[cfg(test)]
@@ -78,8 +80,28 @@ impl ScriptedAgent {
         }
     }
 
+    /// OpenHands' `DummyAgent`: no LLM, one fixed action per step — a message, `echo "foo"`,
+    /// writing `hello.sh`, reading it, running it, then `reject` (which ends its run).
+    pub fn dummy() -> ScriptedAgent {
+        let message = Action::from(ActionKind::Message(MessageArgs {
+            content: "Time to get started!".to_string(),
+            ..MessageArgs::default()
+        }));
+        ScriptedAgent::new([
+            message,
+            Action::from(ActionKind::Run(CmdRunArgs::new("echo \"foo\""))),
+            Action::from(ActionKind::Write(FileWriteArgs::new(
+                "hello.sh",
+                "echo \"Hello, World!\"",
+            ))),
+            Action::from(ActionKind::Read(FileReadArgs::new("hello.sh"))),
+            Action::from(ActionKind::Run(CmdRunArgs::new("bash hello.sh"))),
+            Action::from(ActionKind::Reject(RejectArgs::default())),
+        ])
+        .named("DummyAgent")
+    }
+
     /// Renames the agent.
-    #[cfg(test)]
     pub(crate) fn named(mut self, name: impl Into<String>) -> ScriptedAgent {
         self.name = name.into();
         self

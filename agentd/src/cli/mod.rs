@@ -3,6 +3,7 @@
 //! setting, sizes, and the stop signals.
 
 pub mod image;
+pub mod input;
 pub mod run;
 pub mod sandbox;
 pub mod serve;

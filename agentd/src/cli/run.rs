@@ -6,17 +6,20 @@ use std::path::PathBuf;
 use agentd::DEFAULT_MAX_ITERATIONS;
 use agentd::ToolSet;
 use agentd::docker::{SandboxConfig, SandboxUser, choose_user};
-use agentd::{Agent, ReplayAgent};
+use agentd::{Agent, AgentFactory, ReplayAgent, ScriptedAgent, ToolProfile};
+use agentd::{AnalyzerKind, SecurityAnalyzer, SecurityConfig};
 use agentd::{CodeActAgent, CodeActConfig};
 use agentd::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
 use agentd::{FileConfig, RemoteEntry, default_sessions_dir, new_session_id};
 use agentd::{LogMask, RepoOrigin, Repository, Secret, SecretMask, WorkspaceSpec};
 use agentd::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
-use agentd::{RunSpec, run_session};
+use agentd::{RunSpec, STATE_FILE, State, run_session, session_dir};
 use agentd::{render_event, trajectories as trajectory};
 use anyhow::Context;
 use clap::Args;
-use protocol::{Action, Event};
+use protocol::{Action, AgentState, Event, ObservationKind};
+
+use super::input::{self, InputMode, SeenState};
 
 use super::{DiskSize, parse_bytes, set};
 
@@ -172,6 +175,20 @@ pub struct RunArgs {
     /// Instructions for this run, shown to the agent with the workspace context.
     #[arg(long, value_name = "TEXT")]
     conversation_instructions: Option<String>,
+    /// Confirmation mode: runnable actions that are not low-risk (all of them without a
+    /// security analyzer) wait for the user's confirmation: y/n on the terminal, or with
+    /// --json a `change_agent_state` action (`user_confirmed`/`user_rejected`) on stdin.
+    #[arg(long, env = "AGENTD_CONFIRM")]
+    confirm: bool,
+    /// Which security analyzer gives actions their risk: `llm` (the risk the model declares)
+    /// or `rules` (agentd's rule table); default: `[security] security_analyzer`, else none.
+    #[arg(long, env = "AGENTD_SECURITY_ANALYZER", value_enum)]
+    security_analyzer: Option<AnalyzerKind>,
+    /// The user talks to the agent: messages typed on stdin (a line ending with \ goes on,
+    /// /exit stops), the agent's questions wait for the answer. Implied for a new run without
+    /// a task. With --json, stdin carries actions as JSON lines.
+    #[arg(long)]
+    interactive: bool,
 }
 
 pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
@@ -186,6 +203,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         Some(path) => Some(trajectory::load(path)?),
         None => None,
     };
+    let mut delegates: Option<AgentFactory> = None;
     let agent: Box<dyn Agent> = match (&recorded, &args.script) {
         (Some(events), _) => Box::new(ReplayAgent::from_events(events)),
         (None, Some(path)) => {
@@ -228,9 +246,25 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
                     .with_secret_mask(mask.clone());
                 Box::new(agentd::BrowsingAgent::new(llm))
             } else {
-                Box::new(codeact(llm, &file, mask.clone())?)
+                let (agent, factory) = codeact(llm, &file, mask.clone())?;
+                delegates = Some(factory);
+                Box::new(agent)
             }
         }
+    };
+    let interactive = args.interactive
+        || (args.resume.is_none()
+            && args.task.is_none()
+            && args.task_file.is_none()
+            && recorded.is_none());
+    let mode = if args.json {
+        InputMode::Json
+    } else {
+        InputMode::Terminal
+    };
+    let security = match security_config(args.security_analyzer, args.confirm, &file) {
+        Ok(security) => security,
+        Err(message) => return usage(&message),
     };
     let task = match (&args.task, &args.task_file, &recorded) {
         (Some(task), _, _) => Some(task.clone()),
@@ -239,6 +273,12 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
                 .with_context(|| format!("cannot read {}", path.display()))?,
         ),
         (None, None, Some(events)) => trajectory::task(events),
+        (None, None, None) if interactive && args.resume.is_none() => {
+            match tokio::task::spawn_blocking(move || input::read_task(mode)).await? {
+                Some(task) => Some(task),
+                None => return usage("no task: the input ended before one was given"),
+            }
+        }
         (None, None, None) => None,
     };
     if args.resume.is_none() && task.is_none() {
@@ -338,10 +378,35 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         stop_on_signals: true,
         mcp,
         workspace,
+        user_actions: None,
+        interactive,
+        security,
+        delegates,
     };
+    let seen = SeenState::new();
+    let mut spec = spec;
+    // A resumed run in confirmation mode stays in it (its state says so).
+    let saved_confirmation_mode = spec.resume
+        && State::load(&session_dir(&spec.sessions_dir, &session_id).join(STATE_FILE))
+            .is_ok_and(|state| state.confirmation_mode);
+    if interactive || spec.security.confirmation_mode || saved_confirmation_mode {
+        spec.user_actions = Some(input::spawn(mode, seen.clone(), interactive));
+    }
     let json = args.json;
     eprintln!("agentd: session {session_id}");
-    let outcome = run_session(spec, move |event| print_event(event, json)).await?;
+    let outcome = run_session(spec, move |event| {
+        print_event(event, json);
+        if let Event::Observation(o) = event
+            && let ObservationKind::AgentStateChanged(extras) = &o.kind
+            && let Some(state) = AgentState::parse(&extras.agent_state)
+        {
+            seen.set(state);
+            if !json && let Some(prompt) = input::prompt(state, interactive) {
+                eprintln!("{prompt}");
+            }
+        }
+    })
+    .await?;
 
     let state = &outcome.state;
     eprintln!(
@@ -396,7 +461,9 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             return Ok(REPLAY_DIFFERS);
         }
     }
-    Ok(if outcome.finished() && !all_failed {
+    // Leaving an interactive run with /exit is its normal end.
+    let left = interactive && state.agent_state == AgentState::Stopped;
+    Ok(if (outcome.finished() && !all_failed) || left {
         0
     } else {
         1
@@ -431,12 +498,12 @@ pub(super) fn docker_settings(file: &FileConfig, docker: &mut SandboxConfig) -> 
 }
 
 /// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
-/// the model's calls on stderr.
+/// the model's calls on stderr, and the agents it may delegate to (on the same model).
 pub(super) fn codeact(
     llm: LlmConfig,
     file: &FileConfig,
     mask: SecretMask,
-) -> anyhow::Result<CodeActAgent> {
+) -> anyhow::Result<(CodeActAgent, AgentFactory)> {
     let system_prompt = match &file.agent.system_prompt_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
@@ -463,11 +530,53 @@ pub(super) fn codeact(
             ipython: file.agent.ipython.unwrap_or(defaults.ipython),
             think: file.agent.think.unwrap_or(defaults.think),
             browser: file.agent.browsing.unwrap_or(defaults.browser),
+            delegate: file.agent.delegation.unwrap_or(defaults.delegate),
         },
         system_prompt,
         condenser: file.condenser.clone().unwrap_or_default(),
+        profile: ToolProfile::CodeAct,
     };
-    CodeActAgent::new(llm, config).context("cannot set up the CodeAct agent")
+    let delegate_llm = llm.clone();
+    let factory: AgentFactory = std::sync::Arc::new(move |name: &str| -> Option<Box<dyn Agent>> {
+        match name {
+            "ReadOnlyAgent" => {
+                let config = CodeActConfig {
+                    profile: ToolProfile::ReadOnly,
+                    ..CodeActConfig::default()
+                };
+                match CodeActAgent::new(delegate_llm.clone(), config) {
+                    Ok(agent) => Some(Box::new(agent)),
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot set up ReadOnlyAgent");
+                        None
+                    }
+                }
+            }
+            "DummyAgent" => Some(Box::new(ScriptedAgent::dummy())),
+            _ => None,
+        }
+    });
+    let agent = CodeActAgent::new(llm, config).context("cannot set up the CodeAct agent")?;
+    Ok((agent, factory))
+}
+
+/// The security settings of the flags (`--security-analyzer`, `--confirm`) and the file; `Err` says what is wrong (a rule that
+/// does not compile).
+pub(super) fn security_config(
+    analyzer: Option<AnalyzerKind>,
+    confirm: bool,
+    file: &FileConfig,
+) -> Result<SecurityConfig, String> {
+    let section = &file.security;
+    let analyzer = match analyzer.or(section.security_analyzer) {
+        Some(kind) => Some(SecurityAnalyzer::new(kind, &section.rules).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    Ok(SecurityConfig {
+        confirmation_mode: confirm || section.confirmation_mode.unwrap_or(false),
+        analyzer,
+        workspace: None,
+    })
 }
 
 /// The workspace settings of the flags and the file: repository, secrets, task inputs,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd::{
-    AgentFactory, AgentRequest, DEFAULT_BASE_URL, DEFAULT_MAX_ITERATIONS, LlmConfig,
+    AgentRequest, AnalyzerKind, DEFAULT_BASE_URL, DEFAULT_MAX_ITERATIONS, LlmConfig, MakeAgent,
     RemoteApiConfig, RuntimeConfig, RuntimeKind, ServerConfig, ToolCalling,
 };
 use anyhow::Context;
@@ -77,9 +77,14 @@ pub struct ServerArgs {
     /// Budget limit in USD of a conversation, and the most one may ask for.
     #[arg(long, env = "AGENTD_MAX_BUDGET")]
     max_budget: Option<f64>,
-    /// Hold risky actions for confirmation unless a conversation says otherwise.
+    /// Hold risky actions for confirmation unless a conversation says otherwise (also
+    /// `[security] confirmation_mode`).
     #[arg(long)]
     confirm: bool,
+    /// Which security analyzer gives actions their risk: `llm` or `rules`; default:
+    /// `[security] security_analyzer`, else none.
+    #[arg(long, value_enum)]
+    security_analyzer: Option<AnalyzerKind>,
     /// Seconds a conversation that waits for the user keeps its sandbox (default 600).
     #[arg(long, env = "AGENTD_SERVER_IDLE_RELEASE", value_parser = parse_seconds)]
     idle_release: Option<Duration>,
@@ -118,7 +123,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
         );
         return Ok(USAGE);
     }
-    let make_agent: AgentFactory = {
+    let make_agent: MakeAgent = {
         let file = file.clone();
         Arc::new(move |request: &AgentRequest| {
             let mut llm = llm.clone();
@@ -137,7 +142,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
                 }
             }
             super::run::codeact(llm, &file, request.mask.clone())
-                .map(|agent| Box::new(agent) as Box<dyn agentd::Agent>)
+                .map(|(agent, delegates)| {
+                    (Box::new(agent) as Box<dyn agentd::Agent>, Some(delegates))
+                })
                 .map_err(|e| format!("{e:#}"))
         })
     };
@@ -199,7 +206,13 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
             .or(file.max_iterations)
             .unwrap_or(DEFAULT_MAX_ITERATIONS),
         max_budget: args.max_budget.or(file.max_budget),
-        confirmation_mode: args.confirm,
+        security: match super::run::security_config(args.security_analyzer, args.confirm, &file) {
+            Ok(security) => security,
+            Err(message) => {
+                eprintln!("agentd server: {message}");
+                return Ok(USAGE);
+            }
+        },
         idle_release: args.idle_release.unwrap_or(Duration::from_secs(600)),
         mcp: file
             .mcp

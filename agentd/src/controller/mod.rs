@@ -23,6 +23,25 @@
 //! user message, `knowledge` for later ones, as the reference does. The agent is not stepped
 //! until the recall has its answer (any observation whose `cause` is its id).
 //!
+//! Confirmation mode ([`SecurityConfig`]): each runnable action of the agent gets its risk from
+//! the security analyzer; one that must wait is recorded with `confirmation_state`
+//! `awaiting_confirmation` after the state changed to `awaiting_user_confirmation`, and the
+//! runtime leaves it alone. The user answers through the stream with `change_agent_state` to
+//! `user_confirmed` or `user_rejected`: the action is recorded again (a new event) confirmed or
+//! rejected, the state says which, and the runtime runs the confirmed one or answers the
+//! rejected one with the reference's `user_rejected` observation, after which the agent waits
+//! for the user (a headless run replies automatically). A run resumed while an action waited
+//! waits again.
+//!
+//! Delegation: the agent's `delegate` action starts a delegate — the agent the
+//! [`AgentFactory`] makes for its name — under a controller of its own on the same stream, with
+//! its own state (delegate level + 1, its history from the next event, the task as a `TASK:`
+//! user message) and the parent's counters: the iteration count and the budget are global, so
+//! the delegate's steps and spending count against the run's limits and roll up into the
+//! parent's state when it ends. Meanwhile the parent takes no step and leaves every event to
+//! the delegate (a stop is passed on). When the delegate ends, the parent answers the
+//! `delegate` action with a `delegate` observation carrying its outputs, as the reference does.
+//!
 //! After every step and state change the [`State`] is saved to `state.json` in the session
 //! directory; [`Controller::resume`] continues a run from there.
 
@@ -35,14 +54,16 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use protocol::action::MessageArgs;
+use protocol::action::{ConfirmationState, DelegateArgs, MessageArgs};
+use protocol::observation::DelegateExtras;
 use protocol::observation::{AgentStateChangedExtras, EmptyExtras, ErrorExtras};
 use protocol::{Action, ActionKind, AgentState, Event, EventSource, Observation, ObservationKind};
 use tokio::sync::mpsc;
 
-use crate::agent::{Agent, AgentError, Step, StepFuture};
+use crate::agent::{Agent, AgentError, DELEGATE_AGENTS, Step, StepFuture};
 use crate::events::{EventFilter, EventLogError, EventStream};
 use crate::recall::{KNOWLEDGE, WORKSPACE_CONTEXT, recall_action};
+use crate::security::SecurityConfig;
 use crate::state::{STATE_FILE, State, StateError};
 
 /// The reply a headless run gives when the agent waits for the user (OpenHands'
@@ -137,9 +158,11 @@ fn unanswered_recall(stream: &EventStream) -> Option<Unanswered> {
 pub(crate) fn has_unseen_user_message(stream: &EventStream) -> bool {
     matches!(unanswered_recall(stream), Some(Unanswered::Message(_)))
 }
+/// Makes the agent a `delegate` action names (`ReadOnlyAgent`...), `None` for an unknown name.
+pub type AgentFactory = Arc<dyn Fn(&str) -> Option<Box<dyn Agent>> + Send + Sync>;
 
 /// How a controller runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct ControllerConfig {
     /// The session's id (new runs only; a resumed run keeps its own).
     pub(crate) session_id: String,
@@ -154,6 +177,21 @@ pub(crate) struct ControllerConfig {
     /// Put a `recall` action on the stream for each user message and wait for its answer
     /// (only when something on the stream answers recalls).
     pub(crate) recall: bool,
+    /// Risk analysis and confirmation mode.
+    pub(crate) security: SecurityConfig,
+    /// The agents `delegate` actions may start; `None`: delegation is refused.
+    pub(crate) delegates: Option<AgentFactory>,
+}
+
+impl std::fmt::Debug for ControllerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerConfig")
+            .field("session_id", &self.session_id)
+            .field("max_iterations", &self.max_iterations)
+            .field("headless", &self.headless)
+            .field("delegates", &self.delegates.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ControllerConfig {
@@ -167,6 +205,8 @@ impl ControllerConfig {
             session_dir: None,
             headless: true,
             recall: false,
+            security: SecurityConfig::default(),
+            delegates: None,
         }
     }
 }
@@ -256,6 +296,14 @@ pub(crate) struct Controller {
     /// A resumed run that is not headless and was waiting for the user's reply goes on
     /// waiting instead of stepping the agent.
     wait_for_user: bool,
+    /// Risk analysis and confirmation mode.
+    security: SecurityConfig,
+    /// See [`ControllerConfig::delegates`].
+    delegates: Option<AgentFactory>,
+    /// The `delegate` action recorded in this step, to start after it.
+    delegation: Option<(Arc<Event>, DelegateArgs)>,
+    /// How the controller was configured (for its delegates).
+    config: ControllerConfig,
 }
 
 impl std::fmt::Debug for Controller {
@@ -300,6 +348,7 @@ impl Controller {
         );
         let events = stream.subscribe();
         state.end_id = stream.latest_id();
+        state.confirmation_mode = config.security.confirmation_mode;
         Controller::with_state(state, stream, events, agent, &config, false)
     }
 
@@ -333,6 +382,9 @@ impl Controller {
         state.end_id = stream.latest_id();
         let saved = state.agent_state;
         config.session_dir = Some(session_dir.to_path_buf());
+        // Confirmation mode, once on, stays on for the run.
+        state.confirmation_mode |= config.security.confirmation_mode;
+        config.security.confirmation_mode = state.confirmation_mode;
         let mut controller = Controller::with_state(state, stream, events, agent, &config, true);
         controller.resumed_after_error = resumed_after_error;
         controller.pending = pending_action(&controller.stream);
@@ -389,6 +441,10 @@ impl Controller {
             first_user_message: None,
             resumed_after_error: false,
             wait_for_user: false,
+            security: config.security.clone(),
+            delegates: config.delegates.clone(),
+            delegation: None,
+            config: config.clone(),
         }
     }
 
@@ -424,7 +480,12 @@ impl Controller {
         ) {
             return Ok(self.state);
         }
-        if self.wait_for_user {
+        if self.awaits_confirmation() {
+            self.set_state(
+                AgentState::AwaitingUserConfirmation,
+                "resumed: the action still waits for the user's confirmation",
+            )?;
+        } else if self.wait_for_user {
             self.set_state(
                 AgentState::AwaitingUserInput,
                 "resumed from the saved state; the agent waits for a reply",
@@ -533,10 +594,150 @@ impl Controller {
                 self.fail(error.to_string())?;
             }
         }
+        if let Some((action, args)) = self.delegation.take() {
+            self.delegate(action, args).await?;
+        }
         for command in std::mem::take(&mut self.deferred) {
             self.on_command(command)?;
         }
         self.save()
+    }
+
+    /// Runs the delegate of the `delegate` action `action` to its end and answers the action.
+    /// (Boxed: a delegate's controller may delegate in turn.)
+    fn delegate(
+        &mut self,
+        action: Arc<Event>,
+        args: DelegateArgs,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ControllerError>> + Send + '_>>
+    {
+        Box::pin(self.run_delegate(action, args))
+    }
+
+    async fn run_delegate(
+        &mut self,
+        action: Arc<Event>,
+        args: DelegateArgs,
+    ) -> Result<(), ControllerError> {
+        let Event::Action(delegate_action) = &*action else {
+            return Ok(());
+        };
+        let agent = self.delegates.as_ref().and_then(|make| make(&args.agent));
+        let Some(agent) = agent else {
+            let text = format!(
+                "Unknown agent {:?}: the agents to delegate to are {}.",
+                args.agent,
+                DELEGATE_AGENTS.join(", ")
+            );
+            let mut error =
+                Observation::new(ObservationKind::Error(ErrorExtras::default()), text.clone());
+            error.message = text;
+            error.cause = delegate_action.id;
+            error.tool_call_metadata = delegate_action.tool_call_metadata.clone();
+            self.add(error, EventSource::Agent)?;
+            return Ok(());
+        };
+        let name = agent.name().to_string();
+        let mut config = self.config.clone();
+        config.session_id = format!("{}-delegate", self.state.session_id);
+        config.session_dir = None;
+        config.max_iterations = self.state.max_iterations;
+        config.max_budget_per_task = self.state.budget.max_per_task;
+        let mut state = State::new(
+            config.session_id.clone(),
+            config.max_iterations,
+            config.max_budget_per_task,
+        );
+        state.delegate_level = self.state.delegate_level + 1;
+        state.iteration = self.state.iteration;
+        state.parent_iteration = self.state.iteration;
+        state.budget = self.state.budget.clone();
+        state.confirmation_mode = self.state.confirmation_mode;
+        state.start_id = self.stream.latest_id().map_or(0, |id| id + 1);
+        let events = self.stream.subscribe();
+        state.end_id = self.stream.latest_id();
+        tracing::info!(
+            session = %self.state.session_id,
+            delegate = %name,
+            level = state.delegate_level,
+            "delegating"
+        );
+        let child =
+            Controller::with_state(state, self.stream.clone(), events, agent, &config, false);
+        let handle = child.handle();
+        if let Some(task) = args.inputs.get("task") {
+            let task = match task {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let message = Action::from(ActionKind::Message(MessageArgs {
+                content: format!("TASK: {task}"),
+                ..MessageArgs::default()
+            }));
+            self.stream.add(message, EventSource::User)?;
+        }
+        let mut run = Box::pin(child.run());
+        let ended = loop {
+            tokio::select! {
+                biased;
+                Some(command) = self.commands.recv() => match command {
+                    Command::Stop => {
+                        handle.stop();
+                        self.deferred.push(Command::Stop);
+                    }
+                    Command::Fail(reason) => {
+                        handle.fail(reason.clone());
+                        self.deferred.push(Command::Fail(reason));
+                    }
+                    other => self.deferred.push(other),
+                },
+                ended = &mut run => break ended?,
+            }
+        };
+        // Everything that happened meanwhile was the delegate's.
+        while let Ok(event) = self.events.try_recv() {
+            self.state.end_id = self.state.end_id.max(event.id());
+        }
+        self.own.clear();
+        // The counters are global: the delegate's steps and spending are the run's.
+        self.state.iteration = ended.iteration;
+        self.state.budget = ended.budget.clone();
+        if !ended.metrics.is_null() {
+            self.state.metrics = ended.metrics.clone();
+        }
+        let content = match ended.agent_state {
+            AgentState::Finished | AgentState::Rejected => {
+                let outputs: Vec<String> = ended
+                    .outputs
+                    .iter()
+                    .filter(|(key, _)| *key != "metrics")
+                    .map(|(key, value)| match value {
+                        serde_json::Value::String(text) => format!("{key}: {text}"),
+                        other => format!("{key}: {other}"),
+                    })
+                    .collect();
+                format!("{name} finishes task with {}", outputs.join(", "))
+            }
+            _ => format!("{name} encountered an error during execution."),
+        };
+        let content = format!("Delegated agent finished with result:\n\n{content}");
+        let mut answer = Observation::new(
+            ObservationKind::Delegate(DelegateExtras {
+                outputs: ended.outputs.clone(),
+            }),
+            content,
+        );
+        answer.cause = delegate_action.id;
+        answer.tool_call_metadata = delegate_action.tool_call_metadata.clone();
+        self.add(answer, EventSource::Agent)?;
+        tracing::info!(
+            session = %self.state.session_id,
+            delegate = %name,
+            state = ended.agent_state.as_str(),
+            steps = ended.local_iteration(),
+            "the delegate ended"
+        );
+        Ok(())
     }
 
     /// Puts the agent's action on the stream, counts its cost, and reacts to it.
@@ -558,6 +759,13 @@ impl Controller {
         if let Some(metrics) = &action.llm_metrics {
             self.state.metrics = metrics.clone();
         }
+        if self.security.judge(&mut action) {
+            action.set_confirmation_state(ConfirmationState::AwaitingConfirmation);
+            self.set_state(
+                AgentState::AwaitingUserConfirmation,
+                "the action waits for the user's confirmation",
+            )?;
+        }
         let stored = self.add(action, EventSource::Agent)?;
         let Event::Action(action) = &*stored else {
             return Ok(());
@@ -574,8 +782,18 @@ impl Controller {
                 logged.tool_call_metadata = action.tool_call_metadata.clone();
                 self.add(logged, EventSource::Agent)?;
             }
+            ActionKind::Delegate(args) => {
+                self.delegation = Some((stored.clone(), args.clone()));
+            }
             ActionKind::Finish(finish) => {
                 self.state.outputs = finish.outputs.clone();
+                // The answer a delegate gives back (the reference leaves CodeAct's message out).
+                if !finish.final_thought.is_empty() && !self.state.outputs.contains_key("content") {
+                    self.state.outputs.insert(
+                        "content".to_string(),
+                        serde_json::Value::String(finish.final_thought.clone()),
+                    );
+                }
                 self.set_state(AgentState::Finished, "the agent finished the task")?;
             }
             ActionKind::Reject(reject) => {
@@ -583,16 +801,7 @@ impl Controller {
                 self.set_state(AgentState::Rejected, "the agent rejected the task")?;
             }
             ActionKind::Message(message) if message.wait_for_response => {
-                self.set_state(AgentState::AwaitingUserInput, "the agent waits for a reply")?;
-                if self.headless {
-                    let reply = Action::from(ActionKind::Message(MessageArgs {
-                        content: AUTO_CONTINUE.to_string(),
-                        ..MessageArgs::default()
-                    }));
-                    let reply = self.add(reply, EventSource::User)?;
-                    self.recall_for(&reply)?;
-                    self.set_state(AgentState::Running, "headless: replied automatically")?;
-                }
+                self.await_user("the agent waits for a reply")?;
             }
             ActionKind::ChangeAgentState(change) => match AgentState::parse(&change.agent_state) {
                 Some(AgentState::Paused) => self.on_command(Command::Pause)?,
@@ -605,6 +814,65 @@ impl Controller {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The agent waits for the user: `awaiting_user_input`, and a headless run replies with
+    /// [`AUTO_CONTINUE`] and goes on.
+    fn await_user(&mut self, reason: &str) -> Result<(), ControllerError> {
+        self.set_state(AgentState::AwaitingUserInput, reason)?;
+        if self.headless {
+            let reply = Action::from(ActionKind::Message(MessageArgs {
+                content: AUTO_CONTINUE.to_string(),
+                ..MessageArgs::default()
+            }));
+            let reply = self.add(reply, EventSource::User)?;
+            self.recall_for(&reply)?;
+            self.set_state(AgentState::Running, "headless: replied automatically")?;
+        }
+        Ok(())
+    }
+
+    /// Whether the pending action waits for the user's confirmation.
+    fn awaits_confirmation(&self) -> bool {
+        matches!(self.pending.as_deref(), Some(Event::Action(a))
+            if a.confirmation_state() == ConfirmationState::AwaitingConfirmation)
+    }
+
+    /// The user's answer to the action waiting for confirmation: it is recorded again,
+    /// confirmed or rejected, for the runtime to run or to answer as rejected. Ignored (and
+    /// logged) when no action waits.
+    fn on_confirmation(&mut self, confirmed: bool) -> Result<(), ControllerError> {
+        if self.state.agent_state != AgentState::AwaitingUserConfirmation
+            || !self.awaits_confirmation()
+        {
+            tracing::warn!(
+                session = %self.state.session_id,
+                confirmed,
+                "a confirmation came while no action waits for one; ignored"
+            );
+            return Ok(());
+        }
+        let Some(Event::Action(waiting)) = self.pending.as_deref() else {
+            return Ok(());
+        };
+        let mut again = crate::agent::fresh(waiting.clone());
+        let (state, new, reason) = if confirmed {
+            (
+                ConfirmationState::Confirmed,
+                AgentState::UserConfirmed,
+                "the user confirmed the action",
+            )
+        } else {
+            (
+                ConfirmationState::Rejected,
+                AgentState::UserRejected,
+                "the user rejected the action",
+            )
+        };
+        again.set_confirmation_state(state);
+        let stored = self.add(again, EventSource::Agent)?;
+        self.pending = Some(stored);
+        self.set_state(new, reason)
     }
 
     fn on_command(&mut self, command: Command) -> Result<(), ControllerError> {
@@ -640,6 +908,11 @@ impl Controller {
             Event::Observation(o) => {
                 if o.cause.is_some() && self.pending.as_ref().and_then(|p| p.id()) == o.cause {
                     self.pending = None;
+                    if matches!(o.kind, ObservationKind::UserRejected(_)) {
+                        self.await_user("the user rejected the action")?;
+                    } else if self.state.agent_state == AgentState::UserConfirmed {
+                        self.set_state(AgentState::Running, "the confirmed action ran")?;
+                    }
                 }
                 if o.cause.is_some() && self.pending_recall.as_ref().and_then(|p| p.id()) == o.cause
                 {
@@ -659,6 +932,8 @@ impl Controller {
                         Some(AgentState::Paused) => Some(Command::Pause),
                         Some(AgentState::Running) => Some(Command::Resume),
                         Some(AgentState::Stopped) => Some(Command::Stop),
+                        Some(AgentState::UserConfirmed) => return self.on_confirmation(true),
+                        Some(AgentState::UserRejected) => return self.on_confirmation(false),
                         _ => None,
                     };
                     if let Some(command) = command {

@@ -20,8 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::store::{self, META_FILE, Meta, WORKSPACE_DIR};
-use super::{AgentRequest, ServerConfig, ServerError};
-use crate::agent::Agent;
+use super::{AgentRequest, MadeAgent, ServerConfig, ServerError};
 use crate::controller::has_unseen_user_message;
 use crate::events::{EventFilter, EventStream};
 use crate::runtime::{RuntimeConfig, RuntimeKind};
@@ -391,7 +390,7 @@ impl Conversations {
             branch: request.branch,
             confirmation_mode: request
                 .confirmation_mode
-                .unwrap_or(self.config.confirmation_mode),
+                .unwrap_or(self.config.security.confirmation_mode),
             max_iterations,
             max_budget,
             conversation_instructions: request.conversation_instructions.unwrap_or_default(),
@@ -417,7 +416,7 @@ impl Conversations {
         &self,
         meta: &Meta,
         workspace: &WorkspaceSpec,
-    ) -> Result<Box<dyn Agent>, ConversationError> {
+    ) -> Result<MadeAgent, ConversationError> {
         (self.config.make_agent)(&AgentRequest {
             agent: meta.agent.clone(),
             llm: meta.llm.clone(),
@@ -431,7 +430,7 @@ impl Conversations {
     fn start(
         self: &Arc<Self>,
         conversation: &Arc<Conversation>,
-        agent: Option<Box<dyn Agent>>,
+        agent: Option<MadeAgent>,
     ) -> Result<bool, ConversationError> {
         let mut slot = conversation.slot();
         if slot.active.is_some() || conversation.deleted.load(Ordering::SeqCst) {
@@ -439,10 +438,12 @@ impl Conversations {
         }
         let meta = &conversation.meta;
         let workspace = workspace_spec(meta)?;
-        let agent = match agent {
-            Some(agent) => agent,
+        let (agent, delegates) = match agent {
+            Some(made) => made,
             None => self.make_agent(meta, &workspace)?,
         };
+        let mut security = self.config.security.clone();
+        security.confirmation_mode = meta.confirmation_mode;
         let resume = conversation.dir.join(STATE_FILE).is_file();
         let spec = RunSpec {
             session_id: meta.id.clone(),
@@ -456,6 +457,12 @@ impl Conversations {
             stop_on_signals: false,
             mcp: self.config.mcp.clone(),
             workspace,
+            security,
+            // Not headless: the run waits for its user's replies (see `run_attached`).
+            interactive: false,
+            delegates,
+            // The user's requests are added to the conversation's stream directly.
+            user_actions: None,
         };
         let detach = CancellationToken::new();
         slot.last_error = None;

@@ -33,10 +33,12 @@ use std::time::Duration;
 use protocol::conversation::LlmSettings;
 
 use crate::agent::Agent;
+use crate::controller::AgentFactory;
 use crate::events::EventStream;
 use crate::mcp::McpSettings;
 use crate::runtime::RuntimeConfig;
 use crate::secrets::SecretMask;
+use crate::security::SecurityConfig;
 
 pub use manager::ConversationError;
 
@@ -51,9 +53,12 @@ pub struct AgentRequest {
     pub mask: SecretMask,
 }
 
+/// A conversation's agent, and the agents it may delegate to.
+pub type MadeAgent = (Box<dyn Agent>, Option<AgentFactory>);
+
 /// Makes a conversation's agent (the binary knows the settings file and the model's endpoint);
 /// `Err` says why the request cannot be served (HTTP 400).
-pub type AgentFactory = Arc<dyn Fn(&AgentRequest) -> Result<Box<dyn Agent>, String> + Send + Sync>;
+pub type MakeAgent = Arc<dyn Fn(&AgentRequest) -> Result<MadeAgent, String> + Send + Sync>;
 
 /// The server's settings.
 #[derive(Clone)]
@@ -69,14 +74,15 @@ pub struct ServerConfig {
     pub max_iterations: u32,
     /// Budget limit in USD, and the most a conversation may ask for.
     pub max_budget: Option<f64>,
-    /// Whether conversations hold risky actions for confirmation unless they say otherwise.
-    pub confirmation_mode: bool,
+    /// The security analyzer of every conversation, and whether conversations hold risky
+    /// actions for confirmation unless they say otherwise.
+    pub security: SecurityConfig,
     /// How long a conversation that waits for the user keeps its sandbox.
     pub idle_release: Duration,
     /// The MCP servers every conversation's agent gets.
     pub mcp: McpSettings,
     /// Makes each conversation's agent.
-    pub make_agent: AgentFactory,
+    pub make_agent: MakeAgent,
     /// What one HTTP connection may hold, and for how long.
     pub connections: http_guard::Limits,
     /// Largest request body.

@@ -314,6 +314,15 @@ impl ConversationMemory {
                 .into_iter()
                 .map(Part::Text)
                 .collect(),
+            // The reference: the delegate's `content` output if it has one, else the summary.
+            ObservationKind::Delegate(extras) => {
+                let text = match extras.outputs.get("content") {
+                    Some(serde_json::Value::String(text)) => text.clone(),
+                    Some(other) => other.to_string(),
+                    None => content.to_string(),
+                };
+                vec![Part::Text(truncate_content(&text, max).into_owned())]
+            }
             ObservationKind::AgentStateChanged(_) | ObservationKind::Null(_) => Vec::new(),
         };
         if parts.is_empty() {

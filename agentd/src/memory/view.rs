@@ -5,16 +5,18 @@
 //! summary of them; the summary of the newest condensation that has one is shown as a
 //! `condense` observation at its `summary_offset`. Condensation actions and condensation
 //! requests never show themselves, and neither do the controller's bookkeeping events (`null`
-//! actions and observations, `change_agent_state`, `agent_state_changed`) and hidden commands
+//! actions and observations, `change_agent_state`, `agent_state_changed`, actions still held for
+//! the user's confirmation) and hidden commands
 //! and their output (the workspace's `setup.sh`), which the reference leaves out of the
-//! agent's history as well.
+//! agent's history as well. What a delegate did between an agent's `delegate` action and its
+//! answer is the delegate's history, not the agent's.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 #[cfg(test)]
 use protocol::Action;
-use protocol::action::CondensationArgs;
+use protocol::action::{CondensationArgs, ConfirmationState};
 use protocol::observation::EmptyExtras;
 use protocol::{ActionKind, Event, EventSource, Observation, ObservationKind};
 
@@ -49,9 +51,14 @@ impl View {
             }
         }
 
+        let delegated = delegated_ids(history);
         let mut events: Vec<Arc<Event>> = history
             .iter()
-            .filter(|e| shown(e) && e.id().is_none_or(|id| !forgotten.contains(&id)))
+            .filter(|e| {
+                shown(e)
+                    && e.id()
+                        .is_none_or(|id| !forgotten.contains(&id) && !delegated.contains(&id))
+            })
             .cloned()
             .collect();
         if let Some((text, offset, cause)) = summary {
@@ -150,6 +157,9 @@ fn shown(event: &Event) -> bool {
                     | ActionKind::Null(_)
                     | ActionKind::ChangeAgentState(_)
             ) && !matches!(&a.kind, ActionKind::Run(run) if run.hidden)
+                // An action held for the user's confirmation: the one the user confirmed or
+                // rejected follows it as a new event (see `crate::security`).
+                && a.confirmation_state() != ConfirmationState::AwaitingConfirmation
         }
         Event::Observation(o) => {
             !matches!(
@@ -158,6 +168,31 @@ fn shown(event: &Event) -> bool {
             ) && !matches!(&o.kind, ObservationKind::Run(run) if run.hidden)
         }
     }
+}
+
+/// The ids of the events a delegate added: those after an agent's `delegate` action up to the
+/// observation that answers it (or to the end, while the delegate works). The agent that
+/// delegated sees only its action and the answer, as in the reference.
+fn delegated_ids(history: &[Arc<Event>]) -> HashSet<i64> {
+    let mut ids = HashSet::new();
+    let mut open: Option<i64> = None;
+    for event in history {
+        let Some(id) = event.id() else { continue };
+        match (open, event.as_ref()) {
+            (None, Event::Action(a))
+                if matches!(a.kind, ActionKind::Delegate(_))
+                    && a.source == Some(EventSource::Agent) =>
+            {
+                open = Some(id);
+            }
+            (Some(delegate), Event::Observation(o)) if o.cause == Some(delegate) => open = None,
+            (Some(_), _) => {
+                ids.insert(id);
+            }
+            (None, _) => {}
+        }
+    }
+    ids
 }
 
 /// Whether an event is a `message` from the user.

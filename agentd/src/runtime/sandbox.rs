@@ -348,7 +348,7 @@ impl Runtime {
                 ),
             );
         }
-        match confirmation_state(action) {
+        match action.confirmation_state() {
             ConfirmationState::Confirmed => {}
             ConfirmationState::Rejected => {
                 return observation(
@@ -474,15 +474,7 @@ fn request(action: &Action, default_timeout: Option<f64>) -> Action {
         tool_call_metadata: None,
         llm_metrics: None,
         timeout: action.timeout.or(default_timeout),
-    }
-}
-
-/// The action's confirmation state (only commands and cells have one).
-fn confirmation_state(action: &Action) -> ConfirmationState {
-    match &action.kind {
-        ActionKind::Run(args) => args.confirmation_state,
-        ActionKind::RunIpython(args) => args.confirmation_state,
-        _ => ConfirmationState::Confirmed,
+        confirmation_state: None,
     }
 }
 

@@ -39,32 +39,45 @@ async fn run_with_env(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Output {
+    let mut args = vec!["--task", task];
+    args.extend_from_slice(extra);
+    agentd(dir, workspace, fake, config, &args)
+        .envs(env.iter().copied())
+        .output()
+        .await
+        .unwrap()
+}
+
+/// `agentd run` of the CodeAct agent against `fake` with `args`, working in `workspace`,
+/// sessions in `dir/sessions`, with `config` as its settings file; killed when dropped.
+fn agentd(
+    dir: &Path,
+    workspace: &Path,
+    fake: &FakeLlm,
+    config: &str,
+    args: &[&str],
+) -> tokio::process::Command {
     let config_path = dir.join("agentd.toml");
     let config = format!("{TEST_LLM}{config}");
     std::fs::write(&config_path, config).unwrap();
     let sandboxd = testkit::sandboxd_binary("debug");
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args([
-            "run",
-            "--task",
-            task,
-            "--model",
-            "fake-model",
-            "--api-key",
-            "k",
-        ])
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentd"));
+    command
+        .args(["run", "--model", "fake-model", "--api-key", "k"])
+        .args(args)
         .arg("--base-url")
         .arg(fake.base_url())
         .arg("--workspace")
         .arg(workspace)
         .arg("--config")
         .arg(&config_path)
-        .args(extra)
         .env("AGENTD_SESSIONS_DIR", dir.join("sessions"))
         .env("AGENTD_SANDBOXD_BIN", sandboxd)
         .env("SANDBOXD_PYTHON", "/usr/bin/python3")
         .env_remove("AGENTD_RUNTIME")
         .env_remove("AGENTD_CONFIG")
+        .env_remove("AGENTD_CONFIRM")
+        .env_remove("AGENTD_SECURITY_ANALYZER")
         .env_remove("LLM_MODEL")
         .env_remove("LLM_BASE_URL")
         .env_remove("LLM_API_KEY")
@@ -73,11 +86,8 @@ async fn run_with_env(
         .env_remove("GITHUB_TOKEN")
         .env_remove("GITLAB_TOKEN")
         .env_remove("BITBUCKET_TOKEN")
-        .envs(env.iter().copied())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap()
+        .kill_on_drop(true);
+    command
 }
 
 /// The output of a run, which must have succeeded.
@@ -150,6 +160,9 @@ fn prompted_call(thought: &str, name: &str, params: &[(&str, &str)]) -> Reply {
 const PROGRAM: &str = "print('hello from the agent')";
 
 mod browsing;
+mod confirmation;
+mod delegation;
+mod interactive;
 mod mcp;
 mod recall;
 mod workspace;

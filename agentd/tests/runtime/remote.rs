@@ -260,6 +260,10 @@ async fn tool_call_metadata_is_not_sent_to_sandboxd_but_is_on_the_observation() 
         stop_on_signals: false,
         mcp: Default::default(),
         workspace: Default::default(),
+        security: Default::default(),
+        interactive: false,
+        user_actions: None,
+        delegates: None,
     };
     let outcome = run_session(spec, |_| {}).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);

@@ -13,14 +13,20 @@
 
 use std::collections::HashSet;
 
-use protocol::action::{BrowseInteractiveArgs, FinishArgs, McpArgs, MessageArgs, ThinkArgs};
+use protocol::action::{
+    BrowseInteractiveArgs, CmdRunArgs, DelegateArgs, FileReadArgs, FileReadSource, FinishArgs,
+    McpArgs, MessageArgs, ThinkArgs,
+};
 use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
 use sandbox_common::{ToolAction, ToolArgs, ToolCallError, sandbox_tool_action};
 use serde_json::Value;
 
-use super::tools::{BROWSER, FINISH, THINK};
+use super::tools::{
+    BROWSER, DELEGATE, FINISH, GLOB, GREP, SECURITY_RISK, THINK, ToolProfile, VIEW,
+};
 use crate::agent::AgentError;
+use crate::security::Risk;
 
 /// The actions of one model answer, in the order of its tool calls. `model_response` is the
 /// response as recorded in each action's metadata; `metrics` (the LLM's figures after the
@@ -31,6 +37,7 @@ pub(crate) fn response_to_actions(
     model_response: &Value,
     metrics: Option<Value>,
     mcp_tools: &HashSet<String>,
+    profile: ToolProfile,
 ) -> Result<Vec<Action>, AgentError> {
     let thought = thought(message);
     let calls = message.tool_calls.as_deref().unwrap_or_default();
@@ -44,7 +51,10 @@ pub(crate) fn response_to_actions(
     } else {
         let total = u32::try_from(calls.len()).unwrap_or(u32::MAX);
         for (i, call) in calls.iter().enumerate() {
-            let mut action = call_to_action(call, mcp_tools)?;
+            let mut action = match profile {
+                ToolProfile::CodeAct => call_to_action(call, mcp_tools)?,
+                ToolProfile::ReadOnly => read_only_call(call)?,
+            };
             if i == 0 && !thought.is_empty() {
                 set_thought(&mut action.kind, &thought);
             }
@@ -107,35 +117,170 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
         return Ok(action);
     }
     if let Some(action) = sandbox_tool_action(name, &args) {
-        let ToolAction { kind, timeout } = action.map_err(malformed)?;
+        let ToolAction { mut kind, timeout } = action.map_err(malformed)?;
+        // The risk the model declares; another value is logged and leaves it unknown.
+        if let Some(label) = args.optional_str(SECURITY_RISK).map_err(malformed)? {
+            match Risk::from_label(&label) {
+                Some(risk) => kind.set_security_risk(risk.as_i64()),
+                None => tracing::warn!(%label, "the model gave an unknown security_risk"),
+            }
+        }
         let mut action = Action::from(kind);
         action.timeout = timeout;
         return Ok(action);
     }
-    let kind = match name {
-        THINK => ActionKind::Think(ThinkArgs {
-            thought: args.required_str("thought").map_err(malformed)?,
-        }),
-        BROWSER => ActionKind::BrowseInteractive(BrowseInteractiveArgs {
-            browser_actions: args.required_str("code").map_err(malformed)?,
-            ..BrowseInteractiveArgs::default()
-        }),
-        FINISH => ActionKind::Finish(FinishArgs {
-            final_thought: args
-                .optional_str("message")
+    if let Some(kind) = think_or_finish(name, &args) {
+        return kind.map(Action::from);
+    }
+    match name {
+        BROWSER => {
+            let mut kind = ActionKind::BrowseInteractive(BrowseInteractiveArgs {
+                browser_actions: args.required_str("code").map_err(malformed)?,
+                ..BrowseInteractiveArgs::default()
+            });
+            if let Some(risk) = args
+                .optional_str(SECURITY_RISK)
                 .map_err(malformed)?
-                .unwrap_or_default(),
-            ..FinishArgs::default()
-        }),
-        other => {
-            return Err(AgentError::Malformed(format!(
-                "Tool {other} is not registered. (arguments: {}). Please check the tool name \
-                 and retry with an existing tool.",
-                call.function.arguments
-            )));
+                .and_then(|label| Risk::from_label(&label))
+            {
+                kind.set_security_risk(risk.as_i64());
+            }
+            Ok(Action::from(kind))
         }
+        DELEGATE => {
+            let agent = args.required_str("agent").map_err(malformed)?;
+            let task = args.required_str("task").map_err(malformed)?;
+            let mut inputs = serde_json::Map::new();
+            inputs.insert("task".to_string(), Value::String(task));
+            let mut action = Action::from(ActionKind::Delegate(DelegateArgs {
+                agent: agent.clone(),
+                inputs,
+                thought: String::new(),
+            }));
+            action.message = Some(format!("I'm asking {agent} for help with this task."));
+            Ok(action)
+        }
+        other => Err(not_registered(other, call)),
+    }
+}
+
+fn think_or_finish(name: &str, args: &ToolArgs<'_>) -> Option<Result<ActionKind, AgentError>> {
+    Some(match name {
+        THINK => args
+            .required_str("thought")
+            .map(|thought| ActionKind::Think(ThinkArgs { thought }))
+            .map_err(malformed),
+        FINISH => args
+            .optional_str("message")
+            .map(|message| {
+                ActionKind::Finish(FinishArgs {
+                    final_thought: message.unwrap_or_default(),
+                    ..FinishArgs::default()
+                })
+            })
+            .map_err(malformed),
+        _ => return None,
+    })
+}
+
+/// The reference's answer to a call of a tool the agent does not have.
+fn not_registered(name: &str, call: &ToolCall) -> AgentError {
+    AgentError::Malformed(format!(
+        "Tool {name} is not registered. (arguments: {}). Please check the tool name and retry \
+         with an existing tool.",
+        call.function.arguments
+    ))
+}
+
+/// A call of `ReadOnlyAgent`'s tools: `view` reads through the editor, `grep` and `glob` are
+/// searches whose every argument is shell-quoted (no call can make them write); any other tool
+/// is not registered.
+fn read_only_call(call: &ToolCall) -> Result<Action, AgentError> {
+    let name = call.function.name.as_str();
+    let args = ToolArgs::parse(name, &call.function.arguments).map_err(malformed)?;
+    if let Some(kind) = think_or_finish(name, &args) {
+        return kind.map(Action::from);
+    }
+    let search = |kind: &str, command: String| {
+        // printf, not the reference's echo in double quotes, which would expand `$(...)` of a
+        // pattern.
+        let header = format!("Below are the execution results of the {kind} command: {command}");
+        ActionKind::Run(CmdRunArgs::new(format!(
+            "printf '%s\\n\\n' {}; {command}",
+            shell_quote(&header)
+        )))
+    };
+    let path = |args: &ToolArgs<'_>| -> Result<String, AgentError> {
+        Ok(args
+            .optional_str("path")
+            .map_err(malformed)?
+            .filter(|p| !p.trim().is_empty())
+            .unwrap_or_else(|| ".".to_string()))
+    };
+    let kind = match name {
+        VIEW => {
+            let mut read = FileReadArgs::new(args.required_str("path").map_err(malformed)?);
+            read.impl_source = FileReadSource::OhAci;
+            read.view_range = match args.get("view_range") {
+                None => None,
+                Some(range) => Some(
+                    range
+                        .as_array()
+                        .filter(|items| items.len() == 2)
+                        .and_then(|items| items.iter().map(Value::as_i64).collect())
+                        .ok_or_else(|| {
+                            malformed(args.invalid("view_range", "must be two integers"))
+                        })?,
+                ),
+            };
+            ActionKind::Read(read)
+        }
+        GREP => {
+            let pattern = shell_quote(&args.required_str("pattern").map_err(malformed)?);
+            let include = args.optional_str("include").map_err(malformed)?;
+            let dir = shell_quote(&path(&args)?);
+            let (rg_glob, grep_include) = match &include {
+                Some(glob) => (
+                    format!(" --glob {}", shell_quote(glob)),
+                    format!(" --include={}", shell_quote(glob)),
+                ),
+                None => (String::new(), String::new()),
+            };
+            search(
+                "search",
+                format!(
+                    "{{ if command -v rg >/dev/null; then rg -li -e {pattern} --sortr=modified{rg_glob} {dir}; \
+                     else grep -rli{grep_include} -e {pattern} {dir}; fi; }} | head -n 100"
+                ),
+            )
+        }
+        GLOB => {
+            let pattern = shell_quote(&args.required_str("pattern").map_err(malformed)?);
+            let dir = shell_quote(&path(&args)?);
+            search(
+                "glob",
+                format!(
+                    "{{ if command -v rg >/dev/null; then rg --files {dir} -g {pattern} --sortr=modified; \
+                     else find {dir} -type f -path {pattern} -o -type f -name {pattern}; fi; }} | head -n 100"
+                ),
+            )
+        }
+        other => return Err(not_registered(other, call)),
     };
     Ok(Action::from(kind))
+}
+
+/// `text` as one shell word (Python's `shlex.quote`).
+fn shell_quote(text: &str) -> String {
+    let safe = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c));
+    if safe {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\"'\"'"))
+    }
 }
 
 fn malformed(error: ToolCallError) -> AgentError {

@@ -23,10 +23,12 @@ use crate::memory::{
     Condensed, Condenser, CondenserConfig, CondenserError, ConversationMemory, View,
 };
 use crate::state::State;
-use tools::ToolSet;
+use tools::{ToolProfile, ToolSet};
 
 /// The system prompt, unless the settings give another.
 pub(crate) const SYSTEM_PROMPT: &str = include_str!("system_prompt.md");
+/// `ReadOnlyAgent`'s system prompt.
+pub(crate) const READ_ONLY_PROMPT: &str = include_str!("read_only_prompt.md");
 
 /// How the CodeAct agent works.
 #[derive(Debug, Clone, Default)]
@@ -37,6 +39,8 @@ pub struct CodeActConfig {
     pub system_prompt: Option<String>,
     /// How the history is kept within the model's reach.
     pub condenser: CondenserConfig,
+    /// Which agent this is: the CodeAct agent, or `ReadOnlyAgent` (its own tools and prompt).
+    pub profile: ToolProfile,
 }
 
 /// The CodeAct agent; see the module documentation.
@@ -56,21 +60,27 @@ pub struct CodeActAgent {
     /// Whether the history was checked for calls of a recorded answer that were never played
     /// (a run killed between the calls of one answer, then resumed).
     checked_history: bool,
+    /// See [`CodeActConfig::profile`].
+    profile: ToolProfile,
 }
 
 impl CodeActAgent {
     /// An agent that thinks with `llm`.
     pub fn new(llm: Llm, config: CodeActConfig) -> Result<CodeActAgent, CondenserError> {
-        let system_prompt = config
-            .system_prompt
-            .unwrap_or_else(|| SYSTEM_PROMPT.to_string());
+        let system_prompt = config.system_prompt.unwrap_or_else(|| {
+            match config.profile {
+                ToolProfile::CodeAct => SYSTEM_PROMPT,
+                ToolProfile::ReadOnly => READ_ONLY_PROMPT,
+            }
+            .to_string()
+        });
         let mut memory = ConversationMemory::default();
         memory.vision = llm.vision();
         memory.system_prompt = Some(system_prompt.clone());
         let condenses = config.condenser != CondenserConfig::NoOp;
         Ok(CodeActAgent {
             condenser: config.condenser.build(Some(llm.clone()))?,
-            tools: tools::tools(config.tools),
+            tools: tools::tools_of(config.profile, config.tools),
             mcp_tools: HashSet::new(),
             llm,
             system_prompt,
@@ -78,6 +88,7 @@ impl CodeActAgent {
             condenses,
             pending: VecDeque::new(),
             checked_history: false,
+            profile: config.profile,
         })
     }
 
@@ -89,7 +100,7 @@ impl CodeActAgent {
         let events = history.range(state.start_id, None);
         if !std::mem::replace(&mut self.checked_history, true) {
             self.pending
-                .extend(unplayed_calls(&events, &self.mcp_tools));
+                .extend(unplayed_calls(&events, &self.mcp_tools, self.profile));
         }
         if let Some(action) = self.pending.pop_front() {
             return Ok(action.into());
@@ -125,6 +136,7 @@ impl CodeActAgent {
             &response,
             Some(completion.metrics.to_json()),
             &self.mcp_tools,
+            self.profile,
         )?;
         self.pending.extend(actions);
         let action = self
@@ -140,7 +152,10 @@ impl CodeActAgent {
 
 impl Agent for CodeActAgent {
     fn name(&self) -> &str {
-        "CodeActAgent"
+        match self.profile {
+            ToolProfile::CodeAct => "CodeActAgent",
+            ToolProfile::ReadOnly => "ReadOnlyAgent",
+        }
     }
 
     fn step<'a>(&'a mut self, state: &'a State, history: &'a EventStream) -> StepFuture<'a> {
@@ -155,6 +170,10 @@ impl Agent for CodeActAgent {
     /// After its own tools; a tool named like one of its own, or like an MCP tool offered
     /// already, is left out (and logged): a call of that name could reach only one of them.
     fn offer_mcp_tools(&mut self, tools: Vec<Tool>) {
+        // The reference's ReadOnlyAgent ignores MCP tools (they may write).
+        if self.profile == ToolProfile::ReadOnly {
+            return;
+        }
         for tool in tools {
             let name = &tool.function.name;
             if self.tools.iter().any(|t| t.function.name == *name) {
@@ -187,6 +206,7 @@ impl Agent for CodeActAgent {
 fn unplayed_calls(
     events: &[std::sync::Arc<protocol::Event>],
     mcp_tools: &HashSet<String>,
+    profile: ToolProfile,
 ) -> Vec<Action> {
     use protocol::{Event, EventSource};
     let newest = events.iter().rev().find_map(|e| match &**e {
@@ -217,9 +237,13 @@ fn unplayed_calls(
             _ => None,
         })
         .collect();
-    let Ok(actions) =
-        actions::response_to_actions(&choice.message, &metadata.model_response, None, mcp_tools)
-    else {
+    let Ok(actions) = actions::response_to_actions(
+        &choice.message,
+        &metadata.model_response,
+        None,
+        mcp_tools,
+        profile,
+    ) else {
         return Vec::new();
     };
     let unplayed: Vec<Action> = actions

@@ -15,6 +15,15 @@ pub(crate) const FINISH: &str = "finish";
 /// Runs BrowserGym actions in the sandbox's browser.
 pub(crate) const BROWSER: &str = "browser";
 
+/// Searches file contents (`ReadOnlyAgent`).
+pub(crate) const GREP: &str = "grep";
+/// Finds files by name (`ReadOnlyAgent`).
+pub(crate) const GLOB: &str = "glob";
+/// Views a file or directory (`ReadOnlyAgent`).
+pub(crate) const VIEW: &str = "view";
+/// Hands a sub-task to another agent.
+pub(crate) const DELEGATE: &str = "delegate_to_agent";
+
 /// Which tools the agent offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolSet {
@@ -24,6 +33,8 @@ pub struct ToolSet {
     pub think: bool,
     /// Offer `browser` (the sandbox needs Chromium: the image from `images/browser/build.sh`).
     pub browser: bool,
+    /// Offer `delegate_to_agent` (the run can start delegates).
+    pub delegate: bool,
 }
 
 impl Default for ToolSet {
@@ -32,24 +43,147 @@ impl Default for ToolSet {
             ipython: true,
             think: true,
             browser: false,
+            delegate: false,
         }
     }
 }
 
-/// The tools of `set`, in the order the model sees them.
+/// What an agent built on the CodeAct loop may do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolProfile {
+    /// The CodeAct agent: the sandbox's tools (bash, IPython, the editor).
+    #[default]
+    CodeAct,
+    /// `ReadOnlyAgent`: `think`, `finish`, `grep`, `glob`, `view`; it can never write.
+    ReadOnly,
+}
+
+/// The tools of `profile` (and `set`, for the CodeAct agent), in the order the model sees them.
+pub(crate) fn tools_of(profile: ToolProfile, set: ToolSet) -> Vec<Tool> {
+    match profile {
+        ToolProfile::CodeAct => tools(set),
+        ToolProfile::ReadOnly => vec![think(), finish(), grep(), glob(), view()],
+    }
+}
+
+/// The CodeAct agent's tools of `set`, in the order the model sees them.
 pub(crate) fn tools(set: ToolSet) -> Vec<Tool> {
     let mut tools: Vec<Tool> = sandbox_common::sandbox_tools(set.ipython)
         .into_iter()
-        .map(|spec| tool(spec.name, spec.description, spec.parameters))
+        .map(|spec| {
+            tool(
+                spec.name,
+                spec.description,
+                with_security_risk(spec.parameters),
+            )
+        })
         .collect();
     if set.think {
         tools.push(think());
+    }
+    if set.delegate {
+        tools.push(delegate());
     }
     tools.push(finish());
     if set.browser {
         tools.push(browser());
     }
     tools
+}
+
+fn grep() -> Tool {
+    tool(
+        GREP,
+        "Search file contents for a regular expression (ripgrep, case-insensitive). Returns the \
+         paths of the matching files, most recently modified first, at most 100.",
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "The regular expression."},
+                "path": {"type": "string", "description": "The directory to search (default: the current one)."},
+                "include": {"type": "string", "description": "Only files matching this glob, e.g. `*.py`."}
+            },
+            "required": ["pattern"]
+        }),
+    )
+}
+
+fn glob() -> Tool {
+    tool(
+        GLOB,
+        "Find files whose path matches a glob pattern (e.g. `**/*.rs`). Returns the paths, most \
+         recently modified first, at most 100.",
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "The glob pattern."},
+                "path": {"type": "string", "description": "The directory to search (default: the current one)."}
+            },
+            "required": ["pattern"]
+        }),
+    )
+}
+
+fn view() -> Tool {
+    tool(
+        VIEW,
+        "View a file with line numbers, or list a directory two levels deep.",
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Absolute path of the file or directory."},
+                "view_range": {
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "description": "`[first, last]` lines of a file, from 1; `[first, -1]` to the end."
+                }
+            },
+            "required": ["path"]
+        }),
+    )
+}
+
+fn delegate() -> Tool {
+    tool(
+        DELEGATE,
+        "Hand a sub-task to another agent and get its answer back. `ReadOnlyAgent` explores and \
+         answers questions about the code (view, grep, glob) and can never change anything; \
+         `DummyAgent` runs a fixed demonstration. The agent works on the same sandbox; its steps \
+         count against this task's limits.",
+        json!({
+            "type": "object",
+            "properties": {
+                "agent": {
+                    "type": "string",
+                    "enum": crate::agent::DELEGATE_AGENTS,
+                    "description": "The agent to delegate to."
+                },
+                "task": {"type": "string", "description": "What the agent should do, completely stated."}
+            },
+            "required": ["agent", "task"]
+        }),
+    )
+}
+
+/// The argument in which the model says how risky a call of a sandbox tool is (the
+/// reference's). Not required, unlike there: a call without it (a model that does not know
+/// it, a recorded prompted-mode call) is not refused, its risk is unknown.
+pub(crate) const SECURITY_RISK: &str = "security_risk";
+
+/// `parameters` with the [`SECURITY_RISK`] argument added.
+fn with_security_risk(mut parameters: Value) -> Value {
+    if let Some(properties) = parameters["properties"].as_object_mut() {
+        properties.insert(
+            SECURITY_RISK.to_string(),
+            json!({
+                "type": "string",
+                "description": "The LLM's assessment of the safety risk of this action. See \
+            the SECURITY_RISK_ASSESSMENT section in the system prompt for risk level definitions.",
+                "enum": ["LOW", "MEDIUM", "HIGH"]
+            }),
+        );
+    }
+    parameters
 }
 
 fn tool(name: &str, description: &str, parameters: Value) -> Tool {

@@ -1,6 +1,7 @@
 //! Unit tests of `agent/codeact/actions.rs`.
 
 use super::*;
+use crate::agent::codeact::tools::ToolProfile;
 use protocol::action::FileReadSource;
 use protocol::llm::{Content, FunctionCall, Role};
 use sandbox_common::{EXECUTE_BASH, EXECUTE_IPYTHON_CELL, STR_REPLACE_EDITOR};
@@ -43,6 +44,7 @@ fn malformed_call(call: ToolCall) -> String {
         &json!({}),
         None,
         &HashSet::new(),
+        ToolProfile::CodeAct,
     ))
 }
 
@@ -70,6 +72,7 @@ fn several_calls_become_several_actions_with_metadata_and_one_thought() {
         &response,
         Some(json!({"accumulated_cost": 0.5})),
         &HashSet::new(),
+        ToolProfile::CodeAct,
     )
     .unwrap();
     assert_eq!(actions.len(), 3);
@@ -111,6 +114,7 @@ fn an_answer_without_calls_is_a_message_that_waits() {
         &json!({}),
         None,
         &HashSet::new(),
+        ToolProfile::CodeAct,
     )
     .unwrap();
     let ActionKind::Message(message) = &actions[0].kind else {
@@ -136,7 +140,14 @@ fn bash_input_finish_and_think_take_their_arguments() {
             call("d", EXECUTE_IPYTHON_CELL, json!({"code": "1+1"})),
         ],
     );
-    let actions = response_to_actions(&message, &json!({}), None, &HashSet::new()).unwrap();
+    let actions = response_to_actions(
+        &message,
+        &json!({}),
+        None,
+        &HashSet::new(),
+        ToolProfile::CodeAct,
+    )
+    .unwrap();
     assert!(matches!(&actions[0].kind, ActionKind::Run(r) if r.is_input && !r.blocking));
     assert_eq!(actions[0].timeout, None);
     assert!(matches!(&actions[1].kind, ActionKind::Think(t) if t.thought == "hmm"));
@@ -151,7 +162,14 @@ fn reasoning_content_is_part_of_the_thought() {
         vec![call("a", EXECUTE_BASH, json!({"command": "ls"}))],
     );
     message.reasoning_content = Some("The user wants a listing.".to_string());
-    let actions = response_to_actions(&message, &json!({}), None, &HashSet::new()).unwrap();
+    let actions = response_to_actions(
+        &message,
+        &json!({}),
+        None,
+        &HashSet::new(),
+        ToolProfile::CodeAct,
+    )
+    .unwrap();
     let ActionKind::Run(run) = &actions[0].kind else {
         panic!()
     };
@@ -207,7 +225,8 @@ fn a_call_of_an_mcp_tool_is_a_call_tool_mcp_action_with_the_reference_s_message(
         vec![call("a", "echo", json!({"text": "hi"}))],
     );
     let mcp = HashSet::from(["echo".to_owned()]);
-    let actions = response_to_actions(&message, &json!({}), None, &mcp).unwrap();
+    let actions =
+        response_to_actions(&message, &json!({}), None, &mcp, ToolProfile::CodeAct).unwrap();
     let ActionKind::Mcp(args) = &actions[0].kind else {
         panic!("{actions:?}")
     };
@@ -244,7 +263,14 @@ fn a_browser_call_is_browse_interactive() {
             json!({"code": "goto('http://localhost:8000')", "security_risk": "LOW"}),
         )],
     );
-    let actions = response_to_actions(&message, &json!({}), None, &HashSet::new()).unwrap();
+    let actions = response_to_actions(
+        &message,
+        &json!({}),
+        None,
+        &HashSet::new(),
+        ToolProfile::CodeAct,
+    )
+    .unwrap();
     let ActionKind::BrowseInteractive(args) = &actions[0].kind else {
         panic!("{:?}", actions[0].kind);
     };

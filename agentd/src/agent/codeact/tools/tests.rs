@@ -14,6 +14,7 @@ fn ipython_and_think_can_be_left_out() {
         ipython: false,
         think: false,
         browser: false,
+        delegate: false,
     })
     .into_iter()
     .map(|t| t.function.name)
