@@ -703,3 +703,79 @@ async fn requests_that_cannot_work_are_refused_precisely() {
         assert!(![404, 405].contains(&status), "{method} {path}: {status}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn risky_actions_wait_for_the_user_who_confirms_one_and_rejects_another() {
+    let fake = FakeLlm::start([
+        Reply::tool_calls([("execute_bash", json!({"command": "echo confirmed-run"}))]),
+        Reply::tool_calls([(
+            "execute_bash",
+            json!({"command": "echo rejected-run > rejected.txt"}),
+        )]),
+        Reply::tool_calls([("finish", json!({"message": "done as far as allowed"}))]),
+    ])
+    .await;
+    let data = tempfile::tempdir().unwrap();
+    let server = start(data.path(), &fake, &[]);
+    let (status, body) = server
+        .post(
+            "/api/conversations",
+            json!({"task": "Run two commands.", "confirmation_mode": true}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["conversation_id"].as_str().unwrap().to_string();
+    assert_eq!(body["confirmation_mode"], true);
+    let mut socket = server.socket(&id, -1).await;
+    let mut seen = Vec::new();
+
+    read_until(&mut socket, &mut seen, |e| {
+        state_is(e, "awaiting_user_confirmation")
+    })
+    .await;
+    assert_eq!(
+        server.act(&id, "confirm").await.message,
+        "the action was confirmed"
+    );
+    read_until(
+        &mut socket,
+        &mut seen,
+        |e| matches!(e, Event::Observation(o) if o.content.contains("confirmed-run")),
+    )
+    .await;
+
+    read_until(&mut socket, &mut seen, |e| {
+        state_is(e, "awaiting_user_confirmation")
+    })
+    .await;
+    assert_eq!(
+        server.act(&id, "reject").await.message,
+        "the action was rejected"
+    );
+    read_until(&mut socket, &mut seen, |e| {
+        matches!(e, Event::Observation(o) if matches!(o.kind, ObservationKind::UserRejected(_)))
+    })
+    .await;
+    read_until(&mut socket, &mut seen, |e| {
+        state_is(e, "finished") || state_is(e, "awaiting_user_input")
+    })
+    .await;
+    if seen
+        .last()
+        .is_some_and(|e| state_is(e, "awaiting_user_input"))
+    {
+        server.act_message(&id, "Go on without it.").await;
+        read_until(&mut socket, &mut seen, |e| state_is(e, "finished")).await;
+    }
+    assert!(
+        !data
+            .path()
+            .join(format!("conversations/{id}/workspace/rejected.txt"))
+            .exists(),
+        "the rejected command ran"
+    );
+    let (status, body) = server
+        .post(&format!("/api/conversations/{id}/confirm"), json!({}))
+        .await;
+    assert_eq!(status, 409, "{body}");
+}
