@@ -9,8 +9,8 @@
 //! instead (the same text, whatever the server supports). The tree is the one the observation's
 //! text shows (the whole page; the reference's shows the visible part).
 //!
-//! Delegation (CodeAct handing a browsing task to this agent) is not on main yet: the agent
-//! is started with `agentd run --agent BrowsingAgent` for now.
+//! It runs on its own (`agentd run --agent BrowsingAgent`) or as a delegate of the CodeAct
+//! agent (`delegate_to_agent` with `BrowsingAgent`, `[agent] delegation = true`).
 
 use protocol::action::{BrowseInteractiveArgs, FinishArgs, MessageArgs};
 use protocol::{Action, ActionKind, Event, EventSource, ObservationKind};

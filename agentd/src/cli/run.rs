@@ -313,7 +313,10 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         ..RuntimeConfig::default()
     };
     // A local sandbox gets the browser only when the agent browses.
-    runtime.local.browser = args.agent == "BrowsingAgent" || file.agent.browsing.unwrap_or(false);
+    // A run that browses, or may delegate to the BrowsingAgent, gets the browser.
+    runtime.local.browser = args.agent == "BrowsingAgent"
+        || file.agent.browsing.unwrap_or(false)
+        || file.agent.delegation.unwrap_or(false);
     let docker = &mut runtime.docker;
     docker.user = match (args.sandbox_uid, &file.docker.uid) {
         (Some(user), _) => Some(user),
@@ -553,6 +556,8 @@ pub(super) fn codeact(
                 }
             }
             "DummyAgent" => Some(Box::new(ScriptedAgent::dummy())),
+            // The reference's CodeAct hands web tasks to it (its sandbox must have Chromium).
+            "BrowsingAgent" => Some(Box::new(agentd::BrowsingAgent::new(delegate_llm.clone()))),
             _ => None,
         }
     });

@@ -114,3 +114,52 @@ async fn the_browsing_agent_reads_a_page_and_answers_the_user() {
         "{events:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codeact_hands_a_web_question_to_the_browsing_agent_and_gets_its_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, site_dir) = (dir.path().join("ws"), dir.path().join("site"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&site_dir).unwrap();
+    let (_site, base) = serve(&site_dir).await;
+    let page = format!("{base}/index.html");
+    let fake = FakeLlm::start([
+        // CodeAct delegates; the BrowsingAgent browses and answers; CodeAct finishes.
+        Reply::tool_calls([(
+            "delegate_to_agent",
+            serde_json::json!({"agent": "BrowsingAgent", "task": format!("What does the heading of {page} say?")}),
+        )]),
+        Reply::text(format!("I will open the page.\n```goto('{page}')```")),
+        Reply::text("The heading says it.\n```send_msg_to_user('The heading is Hello form')```"),
+        Reply::tool_calls([("finish", serde_json::json!({"message": "The heading is Hello form"}))]),
+    ])
+    .await;
+    succeeded(
+        run(
+            dir.path(),
+            &ws,
+            &fake,
+            "Find out what the heading of the test page says.",
+            "[agent]\ndelegation = true\n",
+            &[],
+        )
+        .await,
+    );
+    let events = session_events(dir.path());
+    let browsed = events.iter().any(|e| {
+        matches!(e, Event::Observation(o) if matches!(&o.kind, ObservationKind::Browse(x) if x.url == page))
+    });
+    assert!(browsed, "{events:?}");
+    let answer = events.iter().find_map(|e| match e {
+        Event::Observation(o) => match &o.kind {
+            ObservationKind::Delegate(x) => Some(x.outputs.clone()),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert_eq!(
+        answer.unwrap()["content"],
+        "The heading is Hello form",
+        "{events:?}"
+    );
+}

@@ -148,7 +148,8 @@ fn delegate() -> Tool {
         DELEGATE,
         "Hand a sub-task to another agent and get its answer back. `ReadOnlyAgent` explores and \
          answers questions about the code (view, grep, glob) and can never change anything; \
-         `DummyAgent` runs a fixed demonstration. The agent works on the same sandbox; its steps \
+         `BrowsingAgent` browses the web and answers from what it finds; `DummyAgent` runs a \
+         fixed demonstration. The agent works on the same sandbox; its steps \
          count against this task's limits.",
         json!({
             "type": "object",
