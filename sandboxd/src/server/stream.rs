@@ -51,7 +51,11 @@ pub(super) async fn execute_stream(
             tokio::select! {
                 biased;
                 done = &mut answer => {
-                    // The output the action made before it answered, then the answer.
+                    // The output the action made before it answered (its tap may have come
+                    // with the answer), then the answer.
+                    if reader.is_none() {
+                        reader = tapped.take().and_then(|mut rx| rx.try_recv().ok());
+                    }
                     if let Some(reader) = &mut reader {
                         while let Some(Read::Data { skipped, data }) = reader.try_next() {
                             if tx.send(output_line(skipped, &data)).await.is_err() {
