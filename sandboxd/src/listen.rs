@@ -115,7 +115,15 @@ impl Listener {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) {
         match self.0 {
-            Bound::Tcp(listener) => http_guard::serve(listener, app, limits, shutdown).await,
+            Bound::Tcp(listener) => {
+                // Streamed lines and terminal bytes go out at once: without TCP_NODELAY the
+                // first line after the headers waits for the client's delayed ACK (40 ms).
+                use axum::serve::ListenerExt;
+                let listener = listener.tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
+                http_guard::serve(listener, app, limits, shutdown).await
+            }
             Bound::Unix { listener, file } => {
                 http_guard::serve(listener, app, limits, shutdown).await;
                 drop(file);

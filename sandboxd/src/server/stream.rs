@@ -1,4 +1,4 @@
-//! NDJSON streams (docs/protocol.md §14): `POST /execute_action/stream` sends an action's
+//! NDJSON streams (docs/protocol.md §17): `POST /execute_action/stream` sends an action's
 //! output as it is produced, then its observation; `GET /shells/{id}/attach` sends the output
 //! of the command running in a shell, from the oldest line kept, until it ends.
 //!
@@ -51,7 +51,11 @@ pub(super) async fn execute_stream(
             tokio::select! {
                 biased;
                 done = &mut answer => {
-                    // The output the action made before it answered, then the answer.
+                    // The output the action made before it answered (its tap may have come
+                    // with the answer), then the answer.
+                    if reader.is_none() {
+                        reader = tapped.take().and_then(|mut rx| rx.try_recv().ok());
+                    }
                     if let Some(reader) = &mut reader {
                         while let Some(Read::Data { skipped, data }) = reader.try_next() {
                             if tx.send(output_line(skipped, &data)).await.is_err() {

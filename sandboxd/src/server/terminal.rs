@@ -1,6 +1,6 @@
 //! Terminals over HTTP: `POST /terminals`, `GET /terminals`, `DELETE /terminals/{id}`, and
 //! `GET /terminals/{id}/ws`, the WebSocket a client watches and types through
-//! (docs/protocol.md §14): binary messages are the terminal's bytes both ways (the
+//! (docs/protocol.md §17): binary messages are the terminal's bytes both ways (the
 //! scroll-back first, then live output); text messages are JSON, `TerminalInput` from the
 //! client (input, resize, signal) and `TerminalEvent` from sandboxd (skipped bytes, errors,
 //! the exit, which is the last message). Closing the socket detaches: the terminal keeps

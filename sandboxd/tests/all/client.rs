@@ -47,7 +47,7 @@ async fn typed_client_round_trip() {
     assert_eq!(err.status(), Some(403));
 }
 
-fn sbx() -> Command {
+pub(crate) fn sbx() -> Command {
     let path = std::path::Path::new(env!("CARGO_BIN_EXE_sandboxd")).with_file_name("sbx");
     assert!(
         path.exists(),

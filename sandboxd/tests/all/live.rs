@@ -627,3 +627,42 @@ async fn a_websocket_terminal_resizes_signals_and_keeps_its_scrollback() {
         "{err}"
     );
 }
+
+/// `sbx attach` with input from a pipe: a new terminal runs the program, the typed lines reach
+/// it, its output is shown, `sbx` ends with its exit status and the terminal is closed.
+#[tokio::test]
+async fn sbx_attach_runs_a_terminal_to_its_end() {
+    use std::io::Write;
+    let sb = Sandbox::start().await;
+    let mut child = crate::client::sbx()
+        .args(["--url", &sb.url, "--key", KEY, "attach", "--"])
+        .args(["bash", "--noprofile", "--norc"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"echo hi-from-$((6*7))\nexit 4\n")
+        .unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("hi-from-42"),
+        "{shown:?} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(typed(&sb).terminals().await.unwrap().is_empty());
+}

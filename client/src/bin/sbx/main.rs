@@ -25,6 +25,7 @@ Examples:
   sbx edit /workspace/a.py str_replace --old-str 'x = 1' --new-str 'x = 2'
   sbx upload ./project /workspace --recursive
   sbx download /workspace/project out.zip
+  sbx attach ; sbx attach -- htop ; sbx attach term-1a2b3c4d
   echo '{\"action\":\"run\",\"args\":{\"command\":\"pwd\"},\"timeout\":30}' | sbx exec-json
   SANDBOX_REMOTE_RUNTIME_API_URL=http://host:3000 SANDBOX_API_KEY=k sbx runtime start my-session --wait 60
   sbx runtime ls ; sbx runtime status my-session ; sbx runtime stop RUNTIME_ID
@@ -78,6 +79,18 @@ enum Command {
 
     /// Show uptime, idle time and resource use (GET /server_info)
     Info,
+
+    /// Attach to a terminal in the sandbox, interactively (Ctrl-] detaches). Without an id, a
+    /// new terminal runs COMMAND (a login bash when none) and is closed when it ends; the exit
+    /// status is its program's
+    Attach {
+        /// A terminal made earlier (`POST /terminals`, or a detached `sbx attach`)
+        id: Option<String>,
+
+        /// The program of a new terminal and its arguments (after `--`)
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
 
     /// Run a command in the sandbox's persistent bash session
     ///
@@ -448,6 +461,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     let sandbox = SandboxClient::new(&cli.url, cli.key)?;
     match cli.command {
         Command::Runtime(_) => Ok(exit_status::SUCCESS),
+        Command::Attach { id, command } => attach::attach(&sandbox, id, command).await,
         Command::Alive { wait } => {
             match wait {
                 Some(secs) => {
@@ -677,6 +691,8 @@ fn human_bytes(bytes: u64) -> String {
         format!("{value:.1} {}", UNITS[unit])
     }
 }
+
+mod attach;
 
 #[cfg(test)]
 mod tests;
