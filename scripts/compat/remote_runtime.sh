@@ -16,6 +16,7 @@
 #   AGENTD_BIN          the agentd binary (default: build it with cargo)
 #   AGENTD_SANDBOXD_BIN the sandboxd put into the image (see images/build-sandboxd.sh)
 #   AGENTD_IMAGE        base or sandbox image of the sandboxes (default sandboxd-base:bookworm)
+#   AGENTD_SERVE_ARGS   more arguments of agentd serve, split on spaces (e.g. --front-door)
 #
 # Exit codes: 0 all checks passed; 1 a check failed; 2 agentd serve did not start; 3 no Python
 # 3.12 found; 4 installing openhands-ai failed; 5 building agentd failed.
@@ -86,7 +87,7 @@ mkfifo "$TMP/out"
 printf '[serve]\nsudo_keys = ["%s"]\n' "$SUDO_KEY" >"$TMP/agentd.toml"
 "$AGENTD" serve --listen 127.0.0.1:0 --api-key "$KEY" --api-key "$SUDO_KEY" --name "$NAME" \
     --state-dir "$TMP/state" --pool-size 1 --idle-timeout 0 --allow-root --config "$TMP/agentd.toml" \
-    ${AGENTD_IMAGE:+--image "$AGENTD_IMAGE"} >"$TMP/out" 2>"$TMP/serve.log" &
+    ${AGENTD_IMAGE:+--image "$AGENTD_IMAGE"} ${AGENTD_SERVE_ARGS:-} >"$TMP/out" 2>"$TMP/serve.log" &
 SERVICE_PID=$!
 URL=""
 if read -r -t 120 line <"$TMP/out"; then URL="${line#agentd serve listening on }"; fi

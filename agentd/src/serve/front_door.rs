@@ -94,7 +94,7 @@ async fn proxy(
     rest: &str,
     request: Request,
 ) -> Response {
-    let Some(entry) = service.front(runtime_id) else {
+    let Some(entry) = service.front(runtime_id).await else {
         return detail(StatusCode::NOT_FOUND, format!("no runtime {runtime_id}"));
     };
     let given = request

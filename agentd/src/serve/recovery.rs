@@ -70,27 +70,45 @@ fn fate(found: &Found, claim: Option<Claim>) -> Fate {
     }
 }
 
-/// Rebuilds the pools and returns the table's entries from the containers labelled with this
-/// service's name and the claims in `store`; removes what cannot be recovered.
+/// Rebuilds the pools and returns the table's entries from the sandboxes labelled with this
+/// service's name and their claims (in `store`, or on the sandboxes where the backend keeps
+/// claims); removes what cannot be recovered.
+///
+/// Where claims live on the sandboxes, other replicas of the service may be running: a
+/// sandbox being placed is left alone, and so is a warm one this replica's pools do not take
+/// (another replica's pool may hold it).
 pub(super) async fn recover(
     backend: &dyn Backend,
     store: &ClaimStore,
     config: &ServeConfig,
     pools: &WarmPools,
 ) -> Result<Vec<Entry>, ServeError> {
-    let mut claims: HashMap<String, Claim> = store
-        .load_all()?
-        .into_iter()
-        .map(|c| (c.runtime_id.clone(), c))
-        .collect();
+    let shared = backend.keeps_claims();
+    let mut claims: HashMap<String, Claim> = if shared {
+        HashMap::new()
+    } else {
+        store
+            .load_all()?
+            .into_iter()
+            .map(|c| (c.runtime_id.clone(), c))
+            .collect()
+    };
     let sandboxes = backend.find(&config.name).await?;
     let mut entries = Vec::new();
     let mut warm = 0;
     let pooled = Profile::pooled(config).label(config);
     for found in sandboxes {
-        let kept = match fate(&found, claims.remove(&found.runtime_id)) {
+        if shared && found.state == SandboxState::Starting {
+            continue;
+        }
+        let claim = if shared {
+            found.claim.clone()
+        } else {
+            claims.remove(&found.runtime_id)
+        };
+        let kept = match fate(&found, claim) {
             Fate::Reclaim(reclaimed) => {
-                entries.push(reclaim(store, config, reclaimed).await?);
+                entries.push(reclaim(backend, store, config, &found.id, reclaimed).await?);
                 true
             }
             Fate::Pool { tag, warm: ready } => {
@@ -98,7 +116,7 @@ pub(super) async fn recover(
                 let same_policy = found.profile.as_deref() == Some(pooled.as_str());
                 let adopted = same_policy && pools.adopt(tag, ready);
                 warm += usize::from(adopted);
-                adopted
+                adopted || (shared && same_policy)
             }
             Fate::Remove { claim } => {
                 if let Some(claim) = claim {
@@ -122,8 +140,10 @@ pub(super) async fn recover(
 /// The table's entry of a claimed sandbox found again, after sending the configuration a
 /// killed service had not sent.
 async fn reclaim(
+    backend: &dyn Backend,
     store: &ClaimStore,
     config: &ServeConfig,
+    id: &str,
     found: Reclaimed,
 ) -> Result<Entry, ServeError> {
     let Reclaimed {
@@ -135,7 +155,11 @@ async fn reclaim(
     if let Some(configure) = claim.pending_configuration.take() {
         let (runtime_id, local_url) = (&claim.runtime_id, &container.local_url);
         finish_configuration(runtime_id, local_url, configure_key.as_deref(), &configure).await;
-        store.save(&claim)?;
+        if backend.keeps_claims() {
+            backend.put_claim(id, &claim, false).await?;
+        } else {
+            store.save(&claim)?;
+        }
     }
     Ok(Entry::new(claim, container, paused, config))
 }

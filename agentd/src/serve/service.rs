@@ -145,8 +145,12 @@ impl SandboxService {
         })
     }
 
-    /// Sandbox `runtime_id`, for the front door (whoever owns it).
-    pub(super) fn front(&self, runtime_id: &str) -> Option<Entry> {
+    /// Sandbox `runtime_id`, for the front door (whoever owns it; also one another replica
+    /// started).
+    pub(super) async fn front(&self, runtime_id: &str) -> Option<Entry> {
+        if self.table.get(runtime_id).is_none() {
+            self.adopt_claimed().await;
+        }
         self.table.get(runtime_id)
     }
 
@@ -269,6 +273,10 @@ impl SandboxService {
             return Err(ServeError::BadRequest("session_id is empty".to_string()));
         }
         let sid = request.session_id.clone();
+        if self.table.of_session(owner, &sid).is_none() {
+            // Another replica may run it.
+            self.adopt_claimed().await;
+        }
         // A session whose container died is started anew, not handed out again.
         if let Some(entry) = self.table.of_session(owner, &sid) {
             self.reap_if_gone(&entry).await;
@@ -288,48 +296,70 @@ impl SandboxService {
             sudo: self.may_sudo(owner),
             egress: self.egress_of(owner, &request.image).clone(),
         };
-        let pooled = (profile == Profile::pooled(&self.config))
-            .then(|| self.pools.take(&tag))
-            .flatten();
-        let warm = match pooled {
-            Some(warm) => warm,
-            None => {
-                tracing::info!(%tag, %user, sudo = profile.sudo, "no warm sandbox: creating one");
-                pool::create_warm(&*self.backend, &self.config, &tag, &profile).await?
-            }
-        };
-        self.pools.wake_filler();
-        match self.claim(owner, &request, args, warm.clone()).await {
-            Ok(entry) => {
-                let response = entry.start_response();
-                tracing::info!(runtime_id = %entry.claim.runtime_id, session = %sid, "started");
-                self.table.insert(entry);
-                Ok(response)
-            }
-            Err(e) => {
-                if let Err(down) = self.backend.remove(&warm.container.id).await {
-                    tracing::warn!(runtime_id = %warm.runtime_id, error = %down, "cannot remove a sandbox that failed to start");
+        let pooled_profile = profile == Profile::pooled(&self.config);
+        loop {
+            let pooled = pooled_profile.then(|| self.pools.take(&tag)).flatten();
+            let warm = match pooled {
+                Some(warm) => warm,
+                None => {
+                    tracing::info!(%tag, %user, sudo = profile.sudo, "no warm sandbox: creating one");
+                    pool::create_warm(&*self.backend, &self.config, &tag, &profile).await?
                 }
-                let _ = self.store.remove(&warm.runtime_id);
-                Err(e)
+            };
+            self.pools.wake_filler();
+            match self
+                .claim(owner, &request, args.clone(), warm.clone())
+                .await
+            {
+                Ok(Some(entry)) => {
+                    let response = entry.start_response();
+                    tracing::info!(runtime_id = %entry.claim.runtime_id, session = %sid, "started");
+                    self.table.insert(entry);
+                    return Ok(response);
+                }
+                Ok(None) => {
+                    // Another replica of the service claimed it first: it is theirs.
+                    tracing::info!(runtime_id = %warm.runtime_id, "a warm sandbox another replica took; taking the next");
+                }
+                Err(e) => {
+                    if let Err(down) = self.backend.remove(&warm.container.id).await {
+                        tracing::warn!(runtime_id = %warm.runtime_id, error = %down, "cannot remove a sandbox that failed to start");
+                    }
+                    self.forget_claim(&warm.runtime_id);
+                    return Err(e);
+                }
             }
         }
     }
 
-    /// Gives `warm` to the caller: its limits, the claim on disk, then its configuration.
+    /// Writes `claim` of sandbox `id`: on the sandbox when the backend keeps claims (with
+    /// `first`, only if no replica claimed it yet: `Ok(false)` then), else in the state
+    /// directory.
+    async fn save_claim(&self, id: &str, claim: &Claim, first: bool) -> Result<bool, ServeError> {
+        if self.backend.keeps_claims() {
+            return self.backend.put_claim(id, claim, first).await;
+        }
+        self.store.save(claim)?;
+        Ok(true)
+    }
+
+    /// Forgets the claim of `runtime_id` kept in the state directory (a backend's claims go
+    /// with their sandbox).
+    fn forget_claim(&self, runtime_id: &str) {
+        if !self.backend.keeps_claims() {
+            let _ = self.store.remove(runtime_id);
+        }
+    }
+
+    /// Gives `warm` to the caller: the claim, its limits, then its configuration. `None`: another
+    /// replica claimed it first.
     async fn claim(
         &self,
         owner: &Caller,
         request: &StartRequest,
         args: Vec<String>,
         warm: Warm,
-    ) -> Result<Entry, ServeError> {
-        if request.resource_factor != 1.0 {
-            let limits = self.config.limits.scaled(request.resource_factor);
-            self.backend
-                .update_limits(&warm.container.id, &limits)
-                .await?;
-        }
+    ) -> Result<Option<Entry>, ServeError> {
         let session_api_key = random_hex(32).map_err(|e| ServeError::Internal(e.to_string()))?;
         let claim = Claim {
             runtime_id: warm.runtime_id.clone(),
@@ -343,7 +373,15 @@ impl SandboxService {
                 env: command::environment(&request.environment, &session_api_key),
             }),
         };
-        self.store.save(&claim)?;
+        if !self.save_claim(&warm.container.id, &claim, true).await? {
+            return Ok(None);
+        }
+        if request.resource_factor != 1.0 {
+            let limits = self.config.limits.scaled(request.resource_factor);
+            self.backend
+                .update_limits(&warm.container.id, &limits)
+                .await?;
+        }
         let mut claim = claim;
         if let Some(configure) = claim.pending_configuration.take() {
             send_configuration(
@@ -362,16 +400,50 @@ impl SandboxService {
                 other => ServeError::Client(other),
             })?;
         }
-        // sandboxd has its configuration: the caller's environment leaves the disk.
-        self.store.save(&claim)?;
-        Ok(Entry::new(claim, warm.container, false, &self.config))
+        // sandboxd has its configuration: the caller's environment leaves the claim.
+        self.save_claim(&warm.container.id, &claim, false).await?;
+        Ok(Some(Entry::new(claim, warm.container, false, &self.config)))
     }
 
-    /// The caller's entry for a runtime id (another key's sandboxes are not found).
-    fn entry(&self, owner: &Caller, runtime_id: &str) -> Result<Entry, ServeError> {
+    /// The caller's entry for a runtime id (another key's sandboxes are not found), also one
+    /// another replica started.
+    async fn entry(&self, owner: &Caller, runtime_id: &str) -> Result<Entry, ServeError> {
+        if self.table.owned(owner, runtime_id).is_none() {
+            self.adopt_claimed().await;
+        }
         self.table
             .owned(owner, runtime_id)
             .ok_or_else(|| ServeError::NotFound(format!("no runtime {runtime_id}")))
+    }
+
+    /// Where the backend keeps claims, takes into the table the claimed sandboxes other
+    /// replicas of the service started (the cluster is the state; each replica's table is a
+    /// view of it).
+    async fn adopt_claimed(&self) {
+        if !self.backend.keeps_claims() {
+            return;
+        }
+        let found = match self.backend.find(&self.config.name).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot look for other replicas' sandboxes");
+                return;
+            }
+        };
+        for sandbox in found {
+            let (Some(claim), Some(container)) = (sandbox.claim, sandbox.container) else {
+                continue;
+            };
+            let paused = match sandbox.state {
+                SandboxState::Running => false,
+                SandboxState::Paused => true,
+                SandboxState::Starting | SandboxState::Down => continue,
+            };
+            if self.table.get(&claim.runtime_id).is_none() {
+                self.table
+                    .insert(Entry::new(claim, container, paused, &self.config));
+            }
+        }
     }
 
     /// `GET /runtime/{id}`: `pending` until sandboxd answers `/alive`.
@@ -380,7 +452,7 @@ impl SandboxService {
         owner: &Caller,
         runtime_id: &str,
     ) -> Result<RuntimeStatusResponse, ServeError> {
-        let entry = self.entry(owner, runtime_id)?;
+        let entry = self.entry(owner, runtime_id).await?;
         let pod_status = self.pod_status(&entry).await;
         Ok(RuntimeStatusResponse {
             runtime_id: runtime_id.to_string(),
@@ -450,6 +522,9 @@ impl SandboxService {
         owner: &Caller,
         session_id: &str,
     ) -> Result<SessionResponse, ServeError> {
+        if self.table.of_session(owner, session_id).is_none() {
+            self.adopt_claimed().await;
+        }
         let entry = self
             .table
             .of_session(owner, session_id)
@@ -481,7 +556,7 @@ impl SandboxService {
         owner: &Caller,
         runtime_id: &str,
     ) -> Result<RuntimeStateResponse, ServeError> {
-        self.entry(owner, runtime_id)?;
+        self.entry(owner, runtime_id).await?;
         let Some(entry) = self.table.remove(runtime_id) else {
             return Err(ServeError::NotFound(format!("no runtime {runtime_id}")));
         };
@@ -500,7 +575,9 @@ impl SandboxService {
             let _ = self.backend.unpause(&entry.container.id).await;
         }
         self.backend.remove(&entry.container.id).await?;
-        self.store.remove(&entry.claim.runtime_id)?;
+        if !self.backend.keeps_claims() {
+            self.store.remove(&entry.claim.runtime_id)?;
+        }
         Ok(())
     }
 
@@ -511,7 +588,7 @@ impl SandboxService {
         owner: &Caller,
         runtime_id: &str,
     ) -> Result<RuntimeStateResponse, ServeError> {
-        let entry = self.entry(owner, runtime_id)?;
+        let entry = self.entry(owner, runtime_id).await?;
         if !entry.paused {
             self.backend.pause(&entry.container.id).await?;
             self.table.set_paused(runtime_id, true);
@@ -528,7 +605,7 @@ impl SandboxService {
         owner: &Caller,
         runtime_id: &str,
     ) -> Result<RuntimeStateResponse, ServeError> {
-        let entry = self.entry(owner, runtime_id)?;
+        let entry = self.entry(owner, runtime_id).await?;
         if entry.paused {
             self.backend.unpause(&entry.container.id).await?;
             self.table.set_paused(runtime_id, false);
@@ -542,7 +619,35 @@ impl SandboxService {
     /// Removes the warm sandboxes (on a clean stop: a restart makes new ones). Claimed
     /// sandboxes stay, for the next start to recover.
     pub(crate) async fn drain_pools(&self) {
-        let drained = self.pools.drain();
+        let mut drained = self.pools.drain();
+        if self.backend.keeps_claims() {
+            // Another replica may have handed one out: remove only those this replica can
+            // claim first (for removal: no session, no owner).
+            let mut ours = Vec::new();
+            for warm in drained {
+                let removal = Claim {
+                    runtime_id: warm.runtime_id.clone(),
+                    session_id: String::new(),
+                    owner: String::new(),
+                    image: String::new(),
+                    session_api_key: String::new(),
+                    created_at: chrono::Utc::now().to_rfc3339(),
+                    pending_configuration: None,
+                };
+                match self
+                    .backend
+                    .put_claim(&warm.container.id, &removal, true)
+                    .await
+                {
+                    Ok(true) => ours.push(warm),
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(runtime_id = %warm.runtime_id, error = %e, "cannot claim a warm sandbox for removal")
+                    }
+                }
+            }
+            drained = ours;
+        }
         let removals = drained
             .iter()
             .map(|warm| self.backend.remove(&warm.container.id));

@@ -22,6 +22,8 @@ pub use binaries::{agentd, base_image, sandboxd_binary};
 pub struct Options {
     pub pool_size: usize,
     pub idle_timeout: f64,
+    /// CPUs of a sandbox (default 1).
+    pub cpus: Option<&'static str>,
     pub extra: Vec<String>,
 }
 
@@ -65,6 +67,20 @@ impl Service {
         service
     }
 
+    /// Another replica of this service: the same name (so the same sandboxes), its own
+    /// process and state directory.
+    pub fn replica(&self) -> Service {
+        let mut replica = Service {
+            daemon: None,
+            url: String::new(),
+            name: self.name.clone(),
+            options: self.options.clone(),
+            state: tempfile::tempdir().unwrap(),
+        };
+        replica.spawn();
+        replica
+    }
+
     /// Starts (again) the service process with this name and state directory.
     pub fn spawn(&mut self) {
         let mut command = agentd();
@@ -76,7 +92,7 @@ impl Service {
             .arg(self.state.path())
             .args(["--pool-size", &self.options.pool_size.to_string()])
             .args(["--idle-timeout", &self.options.idle_timeout.to_string()])
-            .args(["--memory", "1g", "--cpus", "1"])
+            .args(["--memory", "1g", "--cpus", self.options.cpus.unwrap_or("1")])
             .args(&self.options.extra)
             .env_remove("AGENTD_API_KEYS")
             .env_remove("AGENTD_CONFIG")

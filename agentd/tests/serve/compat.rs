@@ -6,6 +6,17 @@ use std::process::Command;
 
 #[test]
 fn openhands_remote_runtime_drives_a_sandbox() {
+    check_remote_runtime("");
+}
+
+/// The same check with every data-plane request through the front door
+/// (`url` = the service's `/sandboxes/{runtime_id}`).
+#[test]
+fn openhands_remote_runtime_drives_a_sandbox_through_the_front_door() {
+    check_remote_runtime("--front-door");
+}
+
+fn check_remote_runtime(serve_args: &str) {
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let script = repo.join("scripts/compat/remote_runtime.sh");
     let out = Command::new("bash")
@@ -13,6 +24,7 @@ fn openhands_remote_runtime_drives_a_sandbox() {
         .env("AGENTD_BIN", env!("CARGO_BIN_EXE_agentd"))
         .env("AGENTD_SANDBOXD_BIN", crate::common::sandboxd_binary())
         .env("AGENTD_IMAGE", crate::common::base_image())
+        .env("AGENTD_SERVE_ARGS", serve_args)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -119,6 +119,9 @@ fn swarm_options(pool: usize, idle: f64) -> Options {
     Options {
         pool_size: pool,
         idle_timeout: idle,
+        // The scheduler reserves what a sandbox may use: a quarter CPU each lets the replica
+        // test's six sandboxes fit on this 2-CPU node.
+        cpus: Some("0.25"),
         extra: ["--backend", "swarm", "--disk", "none"]
             .map(str::to_string)
             .to_vec(),
@@ -210,5 +213,53 @@ async fn idle_swarm_sandboxes_are_stopped() {
         Some(404)
     );
     drop(service);
+    OneNodeSwarm::clean(&name);
+}
+
+#[tokio::test]
+async fn two_replicas_share_one_pool_and_never_hand_out_a_sandbox_twice() {
+    let _swarm = OneNodeSwarm::init();
+    let a = Service::start(swarm_options(2, 0.0));
+    let name = a.name.clone();
+    let api_a = a.api(KEY_A);
+    eventually(120, "replica A's pool to fill", || {
+        let api = &api_a;
+        async move { api.list().await.unwrap().warm.values().sum::<usize>() == 2 }
+    })
+    .await;
+    // B starts on the same cluster and takes A's warm sandboxes into its pool too.
+    let b = a.replica();
+    let api_b = b.api(KEY_A);
+    assert_eq!(api_b.list().await.unwrap().warm.values().sum::<usize>(), 2);
+
+    // Both hand out at once: each warm sandbox goes to one of them only.
+    let starts = (0..4).map(|i| {
+        let (service, session) = (if i % 2 == 0 { &a } else { &b }, format!("s-{i}"));
+        async move {
+            let mut request = start_request(&session);
+            request
+                .environment
+                .insert("MARK".to_string(), session.clone());
+            let (started, sandbox) = service.ready_sandbox_for(KEY_A, &request).await;
+            let obs = sandbox.run("echo $MARK", None).await.unwrap();
+            assert_eq!(obs.content.trim(), session, "a sandbox configured twice");
+            started.access.runtime_id
+        }
+    });
+    let mut ids = futures_util::future::join_all(starts).await;
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "a sandbox was handed out twice: {ids:?}");
+
+    // The state is the cluster's: B answers for a session A started, and stops it.
+    let found = api_b.session("s-0").await.unwrap();
+    assert_eq!(found.status, SessionStatus::Running);
+    api_b.stop(&found.access.runtime_id).await.unwrap();
+    assert_eq!(
+        api_a.session("s-0").await.unwrap().status,
+        SessionStatus::Stopped
+    );
+    drop(b);
+    drop(a);
     OneNodeSwarm::clean(&name);
 }

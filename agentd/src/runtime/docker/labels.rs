@@ -29,6 +29,9 @@ pub(crate) const SERVE_RUNTIME_ID: &str = "dev.sandboxd.serve.runtime-id";
 pub(crate) const SERVE_PROFILE: &str = "dev.sandboxd.serve.profile";
 /// On `agentd serve`'s swarm services: the sandbox image (the pool it belongs to).
 pub(crate) const SERVE_IMAGE: &str = "dev.sandboxd.serve.image";
+/// On `agentd serve`'s swarm services: the claim (session, owner, session key, a pending
+/// configuration) as JSON, shared by every replica of the service.
+pub(crate) const SERVE_CLAIM: &str = "dev.sandboxd.serve.claim";
 /// On every sandbox: how its disk is limited, as `agentd sandbox up` reported it.
 pub(crate) const DISK_LIMIT: &str = "dev.sandboxd.disk-limit";
 /// On the short-lived containers made to probe the engine or copy an image's content (never

@@ -153,6 +153,8 @@ pub(in crate::serve) fn found(inspect: &ContainerInspectResponse) -> Found {
         container,
         configure_key: configure_key(inspect),
         profile: label(inspect, labels::SERVE_PROFILE).map(str::to_string),
+        // A container's labels cannot change: its claim is in the state directory.
+        claim: None,
     }
 }
 

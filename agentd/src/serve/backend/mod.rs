@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
+use super::store::Claim;
 use super::{ServeConfig, ServeError};
 use crate::runtime::docker::{Egress, Limits, SandboxUser};
 
@@ -101,6 +102,8 @@ pub(super) struct Found {
     pub(super) configure_key: Option<String>,
     /// The profile label it was made with.
     pub(super) profile: Option<String>,
+    /// Its claim, on a backend that keeps claims ([`Backend::keeps_claims`]).
+    pub(super) claim: Option<Claim>,
 }
 
 /// What one new sandbox is made with.
@@ -144,6 +147,23 @@ pub(super) trait Backend: Send + Sync + std::fmt::Debug {
 
     /// Every sandbox labelled with service name `name`, in whatever state.
     async fn find(&self, name: &str) -> Result<Vec<Found>, ServeError>;
+
+    /// Whether claims live on the sandboxes (labels the engine keeps and lets change), where
+    /// every replica of the service sees them, instead of in one replica's state directory.
+    fn keeps_claims(&self) -> bool {
+        false
+    }
+
+    /// Puts `claim` on sandbox `id`. With `first`, only if it has none yet, atomically: `Ok(false)`
+    /// when another replica claimed it first (or it is gone), so that no warm sandbox is handed
+    /// out twice.
+    async fn put_claim(&self, id: &str, claim: &Claim, first: bool) -> Result<bool, ServeError> {
+        let _ = (id, claim, first);
+        Err(ServeError::Internal(format!(
+            "the {} backend keeps no claims",
+            self.kind()
+        )))
+    }
 }
 
 /// The engine a service's sandboxes run on.

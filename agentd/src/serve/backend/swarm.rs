@@ -33,6 +33,7 @@ use crate::runtime::docker::config::SANDBOXD_PORT;
 use crate::runtime::docker::{
     DockerError, Egress, Limits, Network, SandboxConfig, image, labels, user,
 };
+use crate::serve::store::Claim;
 use crate::serve::{ServeConfig, ServeError};
 
 /// How often a sandbox being placed is looked at.
@@ -489,6 +490,28 @@ fn published(service: &Service, target: u16) -> Option<u16> {
         .and_then(|p| u16::try_from(p.published_port?).ok())
 }
 
+/// The claim a service carries ([`labels::SERVE_CLAIM`]); an unreadable one is logged and
+/// counts as a claim nobody can use (never as none: the sandbox is not handed out again).
+fn claim_of(service: &Service) -> Option<Claim> {
+    let text = service_label(service, labels::SERVE_CLAIM)?;
+    match serde_json::from_str(text) {
+        Ok(claim) => Some(claim),
+        Err(e) => {
+            tracing::warn!(service = ?service.id, error = %e, "an unreadable claim label");
+            None
+        }
+    }
+}
+
+/// Whether the engine refused an update made on an older version of the service.
+fn out_of_sequence(e: &bollard::errors::Error) -> bool {
+    matches!(
+        e,
+        bollard::errors::Error::DockerResponseServerError { message, .. }
+            if message.contains("out of sequence")
+    )
+}
+
 fn service_label<'a>(service: &'a Service, key: &str) -> Option<&'a str> {
     service
         .spec
@@ -615,6 +638,41 @@ impl Backend for SwarmBackend {
         Ok(state_of_task(task, paused))
     }
 
+    fn keeps_claims(&self) -> bool {
+        true
+    }
+
+    async fn put_claim(&self, id: &str, claim: &Claim, first: bool) -> Result<bool, ServeError> {
+        let text = serde_json::to_string(claim).map_err(|e| ServeError::Internal(e.to_string()))?;
+        // The engine takes an update only at the version it was read at: of two replicas
+        // claiming one sandbox, the second's update is refused and it reads the claim.
+        loop {
+            let service = match self.docker.inspect_service(id, None).await {
+                Ok(service) => service,
+                Err(e) if is_not_found(&e) => return Ok(false),
+                Err(e) => return Err(DockerError::from(e).into()),
+            };
+            if first && service_label(&service, labels::SERVE_CLAIM).is_some() {
+                return Ok(false);
+            }
+            let version = service.version.and_then(|v| v.index).unwrap_or_default();
+            let mut spec = service.spec.unwrap_or_default();
+            spec.labels
+                .get_or_insert_default()
+                .insert(labels::SERVE_CLAIM.to_string(), text.clone());
+            let options = bollard::query_parameters::UpdateServiceOptions {
+                version: i32::try_from(version).unwrap_or(i32::MAX),
+                ..Default::default()
+            };
+            match self.docker.update_service(id, spec, options, None).await {
+                Ok(_) => return Ok(true),
+                Err(e) if is_not_found(&e) => return Ok(false),
+                Err(e) if out_of_sequence(&e) => continue,
+                Err(e) => return Err(DockerError::from(e).into()),
+            }
+        }
+    }
+
     async fn find(&self, name: &str) -> Result<Vec<Found>, ServeError> {
         let filters = HashMap::from([("label", vec![format!("{}={name}", labels::SERVE_NAME)])]);
         let options = ListServicesOptionsBuilder::new().filters(&filters).build();
@@ -681,6 +739,7 @@ impl Backend for SwarmBackend {
                             .map(str::to_string)
                     }),
                 profile: service_label(&service, labels::SERVE_PROFILE).map(str::to_string),
+                claim: claim_of(&service),
             });
         }
         Ok(found)
