@@ -61,8 +61,8 @@ pub use mcp::{
 };
 pub use recall::microagent::MicroagentError;
 pub use runtime::{
-    LocalConfig, RemoteApiConfig, Runtime, RuntimeConfig, RuntimeError, RuntimeKind, SandboxDeath,
-    error_id,
+    LocalConfig, OutputListener, RemoteApiConfig, Runtime, RuntimeConfig, RuntimeError,
+    RuntimeKind, SandboxDeath, error_id,
 };
 pub use secrets::{
     LogMask, MaskError, MaskedStderr, SECRET_HIDDEN, Secret, SecretError, SecretMask, SecretSetting,

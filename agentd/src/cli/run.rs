@@ -314,6 +314,17 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     };
     // A local sandbox gets the browser only when the agent browses.
     // A run that browses, or may delegate to the BrowsingAgent, gets the browser.
+    if !args.json {
+        // A running command's output, live, on the terminal; the observation follows on
+        // stdout when it ends.
+        runtime.on_output = Some(agentd::OutputListener(std::sync::Arc::new(
+            |chunk: &str| {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(chunk.as_bytes());
+                let _ = err.flush();
+            },
+        )));
+    }
     runtime.local.browser = args.agent == "BrowsingAgent"
         || file.agent.browsing.unwrap_or(false)
         || file.agent.delegation.unwrap_or(false);

@@ -107,6 +107,19 @@ pub struct RuntimeConfig {
     /// The hard timeout given to actions that carry none (OpenHands' `sandbox.timeout`); `None`
     /// sends them without one (no HTTP deadline either).
     pub default_action_timeout: Option<Duration>,
+    /// Shown each piece of a command's (or cell's) output as it is produced: the action is
+    /// sent to sandboxd's stream endpoint, and its observation is the same. `None`: sent plainly.
+    pub on_output: Option<OutputListener>,
+}
+
+/// Sees a running action's output as it comes (see [`RuntimeConfig::on_output`]).
+#[derive(Clone)]
+pub struct OutputListener(pub std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for OutputListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputListener")
+    }
 }
 
 impl Default for RuntimeConfig {
@@ -122,6 +135,7 @@ impl Default for RuntimeConfig {
             remote_api: None,
             startup_timeout: Duration::from_secs(60),
             default_action_timeout: Some(Duration::from_secs(120)),
+            on_output: None,
         }
     }
 }

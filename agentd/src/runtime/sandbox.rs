@@ -55,6 +55,8 @@ pub struct Runtime {
     key: Option<String>,
     /// The MCP servers `call_tool_mcp` actions call (none until [`Runtime::connect_mcp`]).
     mcp: McpHub,
+    /// See [`RuntimeConfig::on_output`](super::RuntimeConfig::on_output).
+    on_output: Option<super::OutputListener>,
 }
 
 /// What the runtime started, and owns.
@@ -116,6 +118,7 @@ impl Runtime {
             default_timeout: config.default_action_timeout.map(|t| t.as_secs_f64()),
             key,
             mcp: McpHub::default(),
+            on_output: config.on_output.clone(),
         };
         if let Err(e) = runtime.wait_ready(config.startup_timeout).await {
             if let Err(close) = runtime.close().await {
@@ -376,11 +379,30 @@ impl Runtime {
         let result = tokio::select! {
             biased;
             death = self.died() => return died(&death),
-            result = self.client.execute(&request) => result,
+            result = self.send(&request) => result,
         };
         match result {
             Ok(observation) => observation,
             Err(e) => self.failed(&request, e).await,
+        }
+    }
+
+    /// Sends `request`; a command or cell with an output listener goes to the stream endpoint,
+    /// which answers the same observation (a sandbox without that endpoint, 404, gets the
+    /// request plainly).
+    async fn send(&self, request: &Action) -> Result<Observation, ClientError> {
+        let streams = matches!(request.kind, ActionKind::Run(_) | ActionKind::RunIpython(_));
+        let Some(listener) = self.on_output.as_ref().filter(|_| streams) else {
+            return self.client.execute(request).await;
+        };
+        let options = client::ExecuteOptions::default();
+        match self
+            .client
+            .execute_streamed(request, &options, |chunk| (listener.0)(chunk))
+            .await
+        {
+            Err(ClientError::Http { status: 404, .. }) => self.client.execute(request).await,
+            result => result,
         }
     }
 

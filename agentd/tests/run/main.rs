@@ -583,3 +583,36 @@ fn a_run_of_mcp_calls_killed_with_sigkill_resumes_with_one_observation_per_call(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_running_commands_output_is_shown_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let actions = json!([
+        {"action": "run", "args": {"command": "echo tick-1; sleep 3; echo tick-2"}}
+    ]);
+    let mut child = scripted_run(dir.path(), &actions, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first_tick = None;
+    let mut lines = Vec::new();
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        if line.contains("tick-1") && first_tick.is_none() {
+            first_tick = Some(std::time::Instant::now());
+        }
+        lines.push(line);
+    }
+    let status = child.wait().unwrap();
+    let ended = std::time::Instant::now();
+    assert!(status.success(), "{lines:#?}");
+    let first_tick = first_tick.unwrap_or_else(|| panic!("no live output: {lines:#?}"));
+    // tick-1 was shown while the command still slept its 3 s, not with the observation.
+    assert!(
+        ended.duration_since(first_tick) >= std::time::Duration::from_secs(2),
+        "{lines:#?}"
+    );
+    assert!(lines.iter().any(|l| l.contains("tick-2")), "{lines:#?}");
+}
