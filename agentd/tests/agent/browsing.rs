@@ -48,14 +48,20 @@ async fn serve(dir: &Path) -> (Site, String) {
     (site, format!("http://127.0.0.1:{}", port.trim()))
 }
 
+/// `dir/ws` for the agent, and the test site served from `dir/site`: its server and the URL of
+/// its first page.
+async fn workspace_and_site(dir: &Path) -> (std::path::PathBuf, Site, String) {
+    let (ws, site_dir) = (dir.join("ws"), dir.join("site"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&site_dir).unwrap();
+    let (site, base) = serve(&site_dir).await;
+    (ws, site, format!("{base}/index.html"))
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_browsing_agent_reads_a_page_and_answers_the_user() {
     let dir = tempfile::tempdir().unwrap();
-    let (ws, site_dir) = (dir.path().join("ws"), dir.path().join("site"));
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&site_dir).unwrap();
-    let (_site, base) = serve(&site_dir).await;
-    let page = format!("{base}/index.html");
+    let (ws, _site, page) = workspace_and_site(dir.path()).await;
     let fake = FakeLlm::start([
         Reply::text(format!("I will open the page.\n```goto('{page}')```")),
         Reply::text("The heading says it.\n```send_msg_to_user('The heading is Hello form')```"),
@@ -118,11 +124,7 @@ async fn the_browsing_agent_reads_a_page_and_answers_the_user() {
 #[tokio::test(flavor = "multi_thread")]
 async fn codeact_hands_a_web_question_to_the_browsing_agent_and_gets_its_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let (ws, site_dir) = (dir.path().join("ws"), dir.path().join("site"));
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&site_dir).unwrap();
-    let (_site, base) = serve(&site_dir).await;
-    let page = format!("{base}/index.html");
+    let (ws, _site, page) = workspace_and_site(dir.path()).await;
     let fake = FakeLlm::start([
         // CodeAct delegates; the BrowsingAgent browses and answers; CodeAct finishes.
         Reply::tool_calls([(
