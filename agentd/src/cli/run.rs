@@ -317,10 +317,12 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     if !args.json {
         // A running command's output, live, on the terminal; the observation follows on
         // stdout when it ends.
+        // Secret values masked, as everywhere else (sandboxd sends whole lines).
+        let mask = mask.clone();
         runtime.on_output = Some(agentd::OutputListener(std::sync::Arc::new(
-            |chunk: &str| {
+            move |chunk: &str| {
                 let mut err = std::io::stderr().lock();
-                let _ = err.write_all(chunk.as_bytes());
+                let _ = err.write_all(mask.mask(chunk).as_bytes());
                 let _ = err.flush();
             },
         )));
