@@ -47,7 +47,9 @@ pub use config::{
 pub use controller::{AgentFactory, ControllerError, DEFAULT_MAX_ITERATIONS};
 pub use display::render as render_event;
 pub use events::{EventLogError, EventStream};
-pub use llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
+pub use llm::{
+    DEFAULT_BASE_URL, Llm, LlmConfig, LlmRegistry, RegistryError, RetryNotice, ToolCalling,
+};
 pub use mcp::{
     McpFailure, McpHub, McpSection, McpSettings, McpSettingsError, RemoteEntry, RemoteServer,
     StdioArgs, StdioEntry, StdioEnv,

@@ -9,7 +9,7 @@ use agentd::docker::{SandboxUser, choose_user};
 use agentd::{Agent, AgentFactory, ReplayAgent, ScriptedAgent, ToolProfile};
 use agentd::{AnalyzerKind, SecurityAnalyzer, SecurityConfig};
 use agentd::{CodeActAgent, CodeActConfig};
-use agentd::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
+use agentd::{DEFAULT_BASE_URL, LlmConfig, LlmRegistry, RetryNotice, ToolCalling};
 use agentd::{FileConfig, RemoteEntry, default_sessions_dir, new_session_id};
 use agentd::{LogMask, RepoOrigin, Repository, Secret, SecretMask, WorkspaceSpec};
 use agentd::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
@@ -199,6 +199,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         None => None,
     };
     let mut delegates: Option<AgentFactory> = None;
+    let mut llms: Option<LlmRegistry> = None;
     let agent: Box<dyn Agent> = match (&recorded, &args.script) {
         (Some(events), _) => Box::new(ReplayAgent::from_events(events)),
         (None, Some(path)) => {
@@ -234,8 +235,10 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
                     "no agent: pass --model (or set LLM_MODEL, or [llm] model in --config) for                      the CodeAct agent, or --script FILE or --replay FILE",
                 );
             }
-            let (agent, factory) = codeact(llm, &file, mask.clone())?;
+            let registry = LlmRegistry::default();
+            let (agent, factory) = codeact(&registry, llm, &file, mask.clone())?;
             delegates = Some(factory);
+            llms = Some(registry);
             Box::new(agent)
         }
     };
@@ -384,6 +387,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         interactive,
         security,
         delegates,
+        llms,
     };
     let seen = SeenState::new();
     let mut spec = spec;
@@ -422,6 +426,28 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             .unwrap_or_default(),
         outcome.dir.display()
     );
+    if let Some(services) = state.stats["services"].as_object().filter(|s| s.len() > 1) {
+        for (id, stats) in services {
+            eprintln!(
+                "agentd: {id} ({}): {} calls, {} prompt + {} completion tokens, ${:.4}",
+                stats["model"].as_str().unwrap_or_default(),
+                stats["calls"],
+                stats["prompt_tokens"],
+                stats["completion_tokens"],
+                stats["accumulated_cost"].as_f64().unwrap_or_default()
+            );
+        }
+    }
+    if let Some(total) = state.stats.get("total") {
+        eprintln!(
+            "agentd: LLM total: {} calls, {} prompt + {} completion tokens, ${:.4}, {:.1} s",
+            total["calls"],
+            total["prompt_tokens"],
+            total["completion_tokens"],
+            total["accumulated_cost"].as_f64().unwrap_or_default(),
+            total["latency"].as_f64().unwrap_or_default()
+        );
+    }
     let tally = outcome.tally();
     if tally.failed > 0 {
         let denied = match tally.denied {
@@ -475,6 +501,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
 /// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
 /// the model's calls on stderr, and the agents it may delegate to (on the same model).
 fn codeact(
+    registry: &LlmRegistry,
     llm: LlmConfig,
     file: &FileConfig,
     mask: SecretMask,
@@ -487,7 +514,8 @@ fn codeact(
         None => None,
     };
     let model = llm.model.clone();
-    let llm = Llm::new(llm)
+    let llm = registry
+        .get("agent", Some(&llm))
         .with_context(|| format!("cannot set up the model {model}"))?
         .with_secret_mask(mask.clone())
         .with_retry_listener(std::sync::Arc::new(move |notice: &RetryNotice| {

@@ -176,6 +176,8 @@ pub(crate) struct ControllerConfig {
     pub(crate) security: SecurityConfig,
     /// The agents `delegate` actions may start; `None`: delegation is refused.
     pub(crate) delegates: Option<AgentFactory>,
+    /// The run's models, whose stats are saved with the state.
+    pub(crate) llms: Option<crate::llm::LlmRegistry>,
 }
 
 impl std::fmt::Debug for ControllerConfig {
@@ -202,6 +204,7 @@ impl ControllerConfig {
             recall: false,
             security: SecurityConfig::default(),
             delegates: None,
+            llms: None,
         }
     }
 }
@@ -1053,7 +1056,10 @@ impl Controller {
         }
     }
 
-    fn save(&self) -> Result<(), ControllerError> {
+    fn save(&mut self) -> Result<(), ControllerError> {
+        if let Some(llms) = &self.config.llms {
+            self.state.stats = llms.stats();
+        }
         if let Some(path) = &self.state_path {
             self.state.save(path, &self.stream.mask())?;
         }
