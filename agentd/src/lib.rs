@@ -34,6 +34,7 @@ mod security;
 mod serve;
 mod session;
 mod state;
+mod tasks;
 mod trajectory;
 mod workspace;
 

@@ -533,6 +533,11 @@ fn codeact(
             ipython: file.agent.ipython.unwrap_or(defaults.ipython),
             think: file.agent.think.unwrap_or(defaults.think),
             delegate: file.agent.delegation.unwrap_or(defaults.delegate),
+            task_tracker: file.agent.task_tracker.unwrap_or(defaults.task_tracker),
+            condensation_request: file
+                .agent
+                .condensation_request
+                .unwrap_or(defaults.condensation_request),
         },
         system_prompt,
         condenser: file.condenser.clone().unwrap_or_default(),

@@ -766,6 +766,19 @@ impl Controller {
             ActionKind::Delegate(args) => {
                 self.delegation = Some((stored.clone(), args.clone()));
             }
+            ActionKind::TaskTracking(args) => {
+                let dir = self.state_path.as_deref().and_then(Path::parent);
+                let mut answer = crate::tasks::track(args, dir);
+                if args.command == "plan" && !matches!(answer.kind, ObservationKind::Error(_)) {
+                    self.state.extra_data.insert(
+                        "task_list".to_string(),
+                        serde_json::Value::Array(args.task_list.clone()),
+                    );
+                }
+                answer.cause = action.id;
+                answer.tool_call_metadata = action.tool_call_metadata.clone();
+                self.add(answer, EventSource::Agent)?;
+            }
             ActionKind::Finish(finish) => {
                 self.state.outputs = finish.outputs.clone();
                 // The answer a delegate gives back (the reference leaves CodeAct's message out).

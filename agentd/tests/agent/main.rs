@@ -178,6 +178,7 @@ mod interactive;
 mod mcp;
 mod recall;
 mod router;
+mod tasks;
 mod workspace;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

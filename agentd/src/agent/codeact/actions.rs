@@ -14,15 +14,18 @@
 use std::collections::HashSet;
 
 use protocol::action::{
-    CmdRunArgs, DelegateArgs, FileReadArgs, FileReadSource, FinishArgs, McpArgs, MessageArgs,
-    ThinkArgs,
+    CmdRunArgs, DelegateArgs, EmptyArgs, FileReadArgs, FileReadSource, FinishArgs, McpArgs,
+    MessageArgs, TaskTrackingArgs, ThinkArgs,
 };
 use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
 use sandbox_common::{ToolAction, ToolArgs, ToolCallError, sandbox_tool_action};
 use serde_json::Value;
 
-use super::tools::{DELEGATE, FINISH, GLOB, GREP, SECURITY_RISK, THINK, ToolProfile, VIEW};
+use super::tools::{
+    DELEGATE, FINISH, GLOB, GREP, REQUEST_CONDENSATION, SECURITY_RISK, TASK_TRACKER, THINK,
+    ToolProfile, VIEW,
+};
 use crate::agent::AgentError;
 use crate::security::Risk;
 
@@ -130,6 +133,28 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
         return kind.map(Action::from);
     }
     match name {
+        REQUEST_CONDENSATION => {
+            let mut action = Action::from(ActionKind::CondensationRequest(EmptyArgs {}));
+            action.message =
+                Some("Requesting a condensation of the conversation history.".to_string());
+            Ok(action)
+        }
+        TASK_TRACKER => {
+            let command = args.required_str("command").map_err(malformed)?;
+            let task_list = if command == "plan" {
+                crate::tasks::normalize(args.get("task_list")).map_err(AgentError::Malformed)?
+            } else {
+                Vec::new()
+            };
+            let message = crate::tasks::message(task_list.len());
+            let mut action = Action::from(ActionKind::TaskTracking(TaskTrackingArgs {
+                command,
+                thought: String::new(),
+                task_list,
+            }));
+            action.message = Some(message);
+            Ok(action)
+        }
         DELEGATE => {
             let agent = args.required_str("agent").map_err(malformed)?;
             let task = args.required_str("task").map_err(malformed)?;
