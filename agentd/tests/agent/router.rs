@@ -90,3 +90,34 @@ async fn a_request_with_an_image_goes_to_the_vision_model_and_the_services_sum_t
         "{state}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_the_context_window_goes_to_the_fallback_model_and_later_ones_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    // 413: the prompt is over the main model's window (not retried).
+    let main = FakeLlm::start([Reply::error(413, "prompt too long")]).await;
+    let fallback = FakeLlm::start([
+        Reply::tool_calls([("execute_bash", json!({"command": "echo hi"}))]),
+        Reply::tool_calls([("finish", json!({"message": "done"}))]),
+    ])
+    .await;
+    let config = format!(
+        "[llm.router.fallback]\nmodel = \"fake-large\"\nbase_url = \"{}\"\napi_key = \"k\"\n\
+         tool_calling = \"native\"\n",
+        fallback.base_url()
+    );
+    succeeded(run(dir.path(), &workspace, &main, "Go.", &config, &[]).await);
+    assert_eq!(main.requests().len(), 1, "asked once, then never again");
+    let routed = fallback.requests();
+    assert_eq!(routed.len(), 2);
+    assert!(routed.iter().all(|r| r["model"] == "fake-large"));
+    let state = state(dir.path());
+    assert_eq!(state["agent_state"], "finished");
+    assert_eq!(
+        state["stats"]["services"]["llm_for_routing.fallback"]["calls"],
+        2
+    );
+    assert_eq!(state["stats"]["services"]["agent"]["calls"], 0);
+}
