@@ -62,6 +62,7 @@
 //! [agent]
 //! ipython = true              # offer execute_ipython_cell
 //! think = true                # offer think
+//! browsing = false            # offer browser (a sandbox with Chromium)
 //! system_prompt_file = "prompt.md"
 //! delegation = true           # offer delegate_to_agent (ReadOnlyAgent, DummyAgent)
 //! task_tracker = true         # offer task_tracker (plan/view; TASKS.md in the session)
@@ -182,6 +183,9 @@ pub struct AgentSection {
     pub ipython: Option<bool>,
     /// Offer `think` (default true).
     pub think: Option<bool>,
+    /// Offer the `browser` tool (default false: the sandbox needs Chromium, which the image
+    /// from `images/browser/build.sh` has).
+    pub browsing: Option<bool>,
     /// A file with the system prompt to use instead of the built-in one.
     pub system_prompt_file: Option<PathBuf>,
     /// Offer `delegate_to_agent` (ReadOnlyAgent, DummyAgent); default false.
@@ -292,6 +296,18 @@ pub struct ServeSection {
     pub public_host: Option<String>,
     /// Host address ports are published on.
     pub publish_address: Option<String>,
+    /// The engine sandboxes run on: `docker` (default) or `swarm`.
+    pub backend: Option<String>,
+    /// The swarm backend's host port range, `LOW-HIGH` (default 31000-31999).
+    pub swarm_ports: Option<String>,
+    /// Hand out front-door URLs (the service proxies each sandbox) instead of published ports.
+    pub front_door: Option<bool>,
+    /// The service's URL as callers reach it (default from public_host and the bound port).
+    pub public_url: Option<String>,
+    /// PEM certificate chain for TLS (with `tls_key`).
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for TLS (with `tls_cert`).
+    pub tls_key: Option<PathBuf>,
     /// Memory limit at resource_factor 1 (`4g`).
     pub memory: Option<String>,
     /// CPU limit at resource_factor 1.

@@ -13,6 +13,8 @@
 //!   `workspace`: the sandbox's workspace made ready before the agent starts (repository,
 //!   `setup.sh`, the pre-commit hook, secrets in the shell);
 //! - `session`: one headless run wiring them together; `trajectory`: recordings and replay;
+//! - `conversations`: the conversation server (`agentd server`): agents as a service, with
+//!   live events and a web page;
 //! - `serve`: the runtime API service (`agentd serve`) that gives other agent hosts sandboxes;
 //! - `config`, `display`: the settings file and live progress of the CLI.
 //!
@@ -22,6 +24,7 @@
 mod agent;
 mod config;
 mod controller;
+mod conversations;
 mod display;
 mod events;
 mod llm;
@@ -40,12 +43,16 @@ mod workspace;
 
 pub use agent::codeact::tools::{ToolProfile, ToolSet};
 pub use agent::codeact::{CodeActAgent, CodeActConfig};
-pub use agent::{Agent, AgentError, ReplayAgent, ScriptedAgent, Step};
+pub use agent::{Agent, AgentError, BrowsingAgent, ReplayAgent, ScriptedAgent, Step};
 pub use config::{
     ConfigError, DockerSection, FileConfig, MicroagentsSection, RemoteSection, ServeSection,
     default_sessions_dir, new_session_id,
 };
 pub use controller::{AgentFactory, ControllerError, DEFAULT_MAX_ITERATIONS};
+pub use conversations::{
+    AgentRequest, ConversationError, MadeAgent, MakeAgent, ServerConfig, ServerError,
+    run as serve_conversations,
+};
 pub use display::render as render_event;
 pub use events::{EventLogError, EventStream};
 pub use llm::{
@@ -68,7 +75,7 @@ pub use security::{
     SecuritySection,
 };
 pub use serve::store::ClaimStoreError;
-pub use serve::{ServeConfig, ServeError, run as serve};
+pub use serve::{BackendKind, ServeConfig, ServeError, TlsFiles, run as serve};
 pub use session::{ActionTally, Outcome, RunSpec, SessionError, run as run_session, session_dir};
 pub use state::{STATE_FILE, State, StateError};
 pub use workspace::{RepoOrigin, Repository, WorkspaceError, WorkspaceSpec};

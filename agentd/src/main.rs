@@ -1,6 +1,6 @@
 //! `agentd`: the host-side CLI. `agentd run` drives an agent in a sandbox, `agentd sandbox ...`
 //! manages sandbox containers, `agentd image ...` makes sandbox images, `agentd serve` serves the
-//! runtime API to other agent hosts. This file parses the command line and dispatches to the
+//! runtime API to other agent hosts, `agentd server` serves conversations (agents as a service). This file parses the command line and dispatches to the
 //! subcommand's module under `cli/`.
 #![allow(clippy::print_stdout, reason = "printing results is this binary's job")]
 
@@ -34,6 +34,8 @@ enum Command {
     Image(cli::image::ImageCommand),
     /// Serve the runtime API (OpenHands' RemoteRuntime control plane) to other agent hosts.
     Serve(Box<cli::serve::ServeArgs>),
+    /// Serve conversations: agents as a service, with a REST API, live events and a web page.
+    Server(Box<cli::server::ServerArgs>),
 }
 
 fn main() -> ExitCode {
@@ -70,5 +72,6 @@ async fn run(cli: Cli, log_mask: agentd::LogMask) -> anyhow::Result<u8> {
         Command::Sandbox(command) => cli::sandbox::run(command).await,
         Command::Image(command) => cli::image::run(command).await,
         Command::Serve(args) => cli::serve::run(*args).await,
+        Command::Server(args) => cli::server::run(*args).await,
     }
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use protocol::action::{ActionKind, ConfirmationState, MessageArgs};
 use protocol::{Action, AgentState, Event, EventSource, ObservationKind};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
 use crate::controller::{
@@ -187,8 +188,43 @@ pub fn session_dir(sessions_dir: &Path, session_id: &str) -> PathBuf {
 /// Runs `spec` to a final state. `on_event` sees every event added during the run, in order.
 pub async fn run(
     spec: RunSpec,
-    mut on_event: impl FnMut(&Event) + Send + 'static,
+    on_event: impl FnMut(&Event) + Send + 'static,
 ) -> Result<Outcome, SessionError> {
+    let dir = check(&spec)?;
+    let mask = SecretMask::new(&spec.workspace.all_secrets());
+    let stream = EventStream::open_masked(&dir, mask)?;
+    drive(spec, stream, Mode::Headless, on_event).await
+}
+
+/// How a run is driven.
+#[derive(Debug)]
+pub(crate) enum Mode {
+    /// Nobody answers the agent (`agentd run`): the reference's automatic reply, and the run
+    /// ends in a final state.
+    Headless,
+    /// A person answers through the stream (the conversation server): a run waits for their
+    /// replies, and ends in a final state or when `detach` fires (the sandbox is released;
+    /// the saved state lets a later run go on).
+    Attached {
+        /// Ends the run where it is, when cancelled.
+        detach: CancellationToken,
+    },
+}
+
+/// Runs `spec` on `stream`, already open on the session's directory (a conversation server
+/// keeps it open between runs, to add the user's messages and serve the events).
+pub(crate) async fn run_attached(
+    spec: RunSpec,
+    stream: EventStream,
+    detach: CancellationToken,
+    on_event: impl FnMut(&Event) + Send + 'static,
+) -> Result<Outcome, SessionError> {
+    check(&spec)?;
+    drive(spec, stream, Mode::Attached { detach }, on_event).await
+}
+
+/// The session directory of `spec`, once it is known to be runnable.
+fn check(spec: &RunSpec) -> Result<PathBuf, SessionError> {
     let dir = session_dir(&spec.sessions_dir, &spec.session_id);
     if spec.resume && !dir.join(STATE_FILE).is_file() {
         return Err(SessionError::NoSuchSession(
@@ -199,8 +235,16 @@ pub async fn run(
     if !spec.resume && spec.task.is_none() {
         return Err(SessionError::NoTask);
     }
-    let mask = SecretMask::new(&spec.workspace.all_secrets());
-    let stream = EventStream::open_masked(&dir, mask)?;
+    Ok(dir)
+}
+
+async fn drive(
+    spec: RunSpec,
+    stream: EventStream,
+    mode: Mode,
+    mut on_event: impl FnMut(&Event) + Send + 'static,
+) -> Result<Outcome, SessionError> {
+    let dir = session_dir(&spec.sessions_dir, &spec.session_id);
     let mut printed = stream.subscribe();
     let (printer_stop, mut stop) = oneshot::channel::<()>();
     let printer = tokio::spawn(async move {
@@ -248,7 +292,7 @@ pub async fn run(
         max_iterations: spec.max_iterations,
         max_budget_per_task: spec.max_budget,
         session_dir: Some(dir.clone()),
-        headless: !spec.interactive,
+        headless: !spec.interactive && matches!(mode, Mode::Headless),
         recall: true,
         security,
         delegates: spec.delegates,
@@ -304,7 +348,17 @@ pub async fn run(
     let user = spec
         .user_actions
         .map(|actions| tokio::spawn(add_user_actions(actions, stream.clone())));
-    let result = controller.run().await;
+    let result = match mode {
+        Mode::Headless => controller.run().await,
+        Mode::Attached { detach } => tokio::select! {
+            result = controller.run() => result,
+            // The controller saves its state after every step and state change: what it was
+            // doing when dropped here is what a resumed run goes on with.
+            () = detach.cancelled() => {
+                State::load(&dir.join(STATE_FILE)).map_err(ControllerError::from)
+            }
+        },
+    };
     recalls.abort();
     if let Some(user) = user {
         user.abort();

@@ -42,13 +42,22 @@ pub fn save(path: &Path, events: &[Arc<Event>], mask: &SecretMask) -> Result<(),
         path: path.display().to_string(),
         source,
     };
-    let list: Vec<&Event> = events.iter().map(|e| &**e).collect();
-    let mut value = serde_json::to_value(&list).map_err(format)?;
-    mask.mask_json(&mut value);
+    let value = to_json(events, mask).map_err(format)?;
     let json = serde_json::to_vec_pretty(&value).map_err(format)?;
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, json).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// `events` as a trajectory's JSON array, `mask`'s secret values masked.
+pub(crate) fn to_json(
+    events: &[Arc<Event>],
+    mask: &SecretMask,
+) -> Result<serde_json::Value, serde_json::Error> {
+    let list: Vec<&Event> = events.iter().map(|e| &**e).collect();
+    let mut value = serde_json::to_value(&list)?;
+    mask.mask_json(&mut value);
+    Ok(value)
 }
 
 /// Reads a trajectory.

@@ -64,7 +64,7 @@ fi
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
     /// `--repo` is neither `OWNER/NAME` nor a URL.
-    #[error("--repo {0:?}: give OWNER/NAME or a git URL (https://, http://, file://, ssh://)")]
+    #[error("repository {0:?}: give OWNER/NAME or a git URL (https://, http://, file://, ssh://)")]
     BadRepository(String),
     /// A command in the sandbox failed (its output, secrets masked, follows).
     #[error("{what} failed: {output}")]

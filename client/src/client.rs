@@ -61,7 +61,7 @@ pub enum Target {
 impl Target {
     /// Parses a sandbox address.
     ///
-    /// * `http://host:port[/prefix]` (a missing scheme means `http://`): see [`parse_base_url`].
+    /// * `http(s)://host:port[/prefix]` (a missing scheme means `http://`): see [`parse_base_url`].
     /// * `unix:/abs/path.sock` or `unix:///abs/path.sock`: a Unix domain socket, as printed by
     ///   `sandboxd --unix-socket`. `unix:relative/path.sock` is resolved against the current
     ///   directory. The path is taken literally (no percent-decoding; `?` and `#` are part of
@@ -610,15 +610,41 @@ impl SandboxClient {
         request: reqwest::Request,
         endpoint: &'static str,
     ) -> Result<impl AsRef<[u8]> + Into<Vec<u8>>, ClientError> {
+        Ok(self.send_full(request, endpoint).await?.1)
+    }
+
+    /// Like [`SandboxClient::send`], with the answer's headers.
+    async fn send_full(
+        &self,
+        request: reqwest::Request,
+        endpoint: &'static str,
+    ) -> Result<(reqwest::header::HeaderMap, bytes::Bytes), ClientError> {
+        let response = self.open(request, endpoint).await?;
+        let headers = response.headers().clone();
+        let url = self.describe(response.url());
+        let body = response
+            .bytes()
+            .await
+            .map_err(|err| ClientError::from_transport(err, &url, endpoint, None))?;
+        Ok((headers, body))
+    }
+
+    /// Sends `request`; returns a 2xx answer whose body is still to be read, else the decoded
+    /// error.
+    async fn open(
+        &self,
+        request: reqwest::Request,
+        endpoint: &'static str,
+    ) -> Result<reqwest::Response, ClientError> {
         let url = self.describe(request.url());
         let timeout = request.timeout().copied();
         let transport = |err| ClientError::from_transport(err, &url, endpoint, timeout);
         let response = self.http.execute(request).await.map_err(transport)?;
         let status = response.status();
-        let body = response.bytes().await.map_err(transport)?;
         if status.is_success() {
-            Ok(body)
+            Ok(response)
         } else {
+            let body = response.bytes().await.map_err(transport)?;
             Err(ClientError::from_http(status.as_u16(), &body))
         }
     }
@@ -634,8 +660,8 @@ fn decode<T: DeserializeOwned>(
     })
 }
 
-/// Parses and normalises an HTTP base URL: adds `http://` when no scheme is given, accepts only
-/// `http`, requires a host, forbids a query or fragment, and makes the path end in `/` so that
+/// Parses and normalises an HTTP base URL: adds `http://` when no scheme is given, accepts
+/// `http` and `https` (rustls; the system's roots, `SSL_CERT_FILE` too), requires a host, forbids a query or fragment, and makes the path end in `/` so that
 /// endpoints join under any path prefix.
 ///
 /// A `unix:` socket address has no such URL and is refused (after checking it, so a bad one
@@ -700,15 +726,10 @@ fn parse_http(input: &str) -> Result<Url, ClientError> {
     };
     let mut url = Url::parse(&with_scheme).map_err(|err| invalid(&err.to_string()))?;
     match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(invalid(
-                "https is not supported by this build (no TLS); use http",
-            ));
-        }
+        "http" | "https" => {}
         other => {
             return Err(invalid(&format!(
-                "unsupported scheme {other:?}; use http, or unix: for a Unix socket"
+                "unsupported scheme {other:?}; use http, https, or unix: for a Unix socket"
             )));
         }
     }
@@ -764,6 +785,12 @@ fn upload_zip_name() -> String {
         .map_or(0, |d| d.subsec_nanos());
     format!("sbx-upload-{}-{nanos:09}.zip", std::process::id())
 }
+
+mod live;
+mod terminal;
+
+pub use live::{EventStream, ExecuteOptions, Executed, SHELL_TIMEOUT};
+pub use terminal::{TerminalOutput, TerminalSocket};
 
 #[cfg(test)]
 mod tests;

@@ -22,7 +22,8 @@ mod runtime_api;
 
 pub use client::{
     ALIVE_TIMEOUT, API_KEY_HEADER, CONNECT_TIMEOUT, DEFAULT_ACTION_TIMEOUT, DOWNLOAD_TIMEOUT,
-    EXECUTE_TIMEOUT_MARGIN, LIST_FILES_TIMEOUT, SERVER_INFO_TIMEOUT, SandboxClient, Target,
+    EXECUTE_TIMEOUT_MARGIN, EventStream, ExecuteOptions, Executed, LIST_FILES_TIMEOUT,
+    SERVER_INFO_TIMEOUT, SHELL_TIMEOUT, SandboxClient, Target, TerminalOutput, TerminalSocket,
     UPDATE_MCP_SERVER_TIMEOUT, UPLOAD_TIMEOUT, execute_http_timeout, parse_base_url, run_action,
 };
 pub use error::ClientError;

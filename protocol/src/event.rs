@@ -57,6 +57,14 @@ impl Event {
         }
     }
 
+    /// When it was stored (ISO-8601), once stored.
+    pub fn timestamp(&self) -> Option<&str> {
+        match self {
+            Event::Action(a) => a.timestamp.as_deref(),
+            Event::Observation(o) => o.timestamp.as_deref(),
+        }
+    }
+
     /// The id of the event that caused it.
     pub fn cause(&self) -> Option<i64> {
         match self {

@@ -9,6 +9,7 @@
 
 pub mod action;
 pub mod api;
+pub mod conversation;
 pub mod egress;
 pub mod event;
 pub mod llm;

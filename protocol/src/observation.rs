@@ -89,6 +89,9 @@ pub enum ObservationKind {
     /// The answer to a `call_tool_mcp` action (OpenHands' `MCPObservation`); `content` is the
     /// tool's result as JSON (docs/protocol.md §13).
     Mcp(McpExtras),
+    /// The answer to `browse` and `browse_interactive` (OpenHands' `BrowserOutputObservation`;
+    /// docs/protocol.md §14).
+    Browse(BrowserOutputExtras),
     /// The answer to a `delegate` action (OpenHands' `AgentDelegateObservation`): what the
     /// delegate finished with.
     Delegate(DelegateExtras),
@@ -132,6 +135,7 @@ impl ObservationKind {
             ObservationKind::Recall(_) => "recall",
             ObservationKind::Condense(_) => "condense",
             ObservationKind::Mcp(_) => "mcp",
+            ObservationKind::Browse(_) => "browse",
             ObservationKind::Delegate(_) => "delegate",
             ObservationKind::TaskTracking(_) => "task_tracking",
         }
@@ -261,6 +265,68 @@ pub struct McpExtras {
     pub name: String,
     /// The call's arguments.
     pub arguments: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Extras of a `browse` observation, in the reference's key order (its client passes each key to
+/// `BrowserOutputObservation`'s constructor).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BrowserOutputExtras {
+    /// The page's URL after the step.
+    pub url: String,
+    /// `browse` or `browse_interactive`.
+    pub trigger_by_action: String,
+    /// The viewport as a `data:image/png;base64,` URL.
+    pub screenshot: String,
+    /// Where the screenshot was saved; sandboxd leaves no files behind, so always null.
+    pub screenshot_path: Option<String>,
+    /// The screenshot with each interactive element's bid drawn on it (data URL), or empty.
+    pub set_of_marks: String,
+    /// Whether the last browser action failed (`last_browser_action_error` is not empty).
+    pub error: bool,
+    /// Images of the goal (BrowserGym benchmarks only; always empty).
+    pub goal_image_urls: Vec<serde_json::Value>,
+    /// The URLs of the open tabs.
+    pub open_pages_urls: Vec<String>,
+    /// Which of them is active.
+    pub active_page_index: i64,
+    /// The DOM snapshot (with `return_axtree` only).
+    pub dom_object: serde_json::Value,
+    /// The raw accessibility tree, each node with its `browsergym_id` (with `return_axtree`).
+    pub axtree_object: serde_json::Value,
+    /// Per bid: visibility, bounding box, clickable, set of marks (with `return_axtree`).
+    pub extra_element_properties: serde_json::Value,
+    /// The action text that ran last.
+    pub last_browser_action: String,
+    /// Why it failed (`TYPE: message`, as BrowserGym reports), or empty.
+    pub last_browser_action_error: String,
+    /// The bid of the element that has the focus, or empty.
+    pub focused_element_bid: String,
+    /// Whether the tree in `content` shows only the visible part of the page.
+    pub filter_visible_only: bool,
+}
+
+impl Default for BrowserOutputExtras {
+    fn default() -> Self {
+        BrowserOutputExtras {
+            url: String::new(),
+            trigger_by_action: String::new(),
+            screenshot: String::new(),
+            screenshot_path: None,
+            set_of_marks: String::new(),
+            error: false,
+            goal_image_urls: Vec::new(),
+            open_pages_urls: Vec::new(),
+            active_page_index: -1,
+            dom_object: serde_json::Value::Object(serde_json::Map::new()),
+            axtree_object: serde_json::Value::Object(serde_json::Map::new()),
+            extra_element_properties: serde_json::Value::Object(serde_json::Map::new()),
+            last_browser_action: String::new(),
+            last_browser_action_error: String::new(),
+            focused_element_bid: String::new(),
+            filter_visible_only: false,
+        }
+    }
 }
 
 /// Extras of observations that carry none.

@@ -109,7 +109,7 @@ fn scan(scope: Scope) -> Vec<Proc> {
 }
 
 /// The real uid of `pid` (the first field of `Uid:` in `/proc/PID/status`).
-fn real_uid(pid: u32) -> Option<u32> {
+pub(crate) fn real_uid(pid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
@@ -147,6 +147,40 @@ fn targets(procs: &[Proc], me: u32, scope: Scope) -> Vec<Proc> {
             found
         }
     }
+}
+
+/// The sandbox's processes in `scope` with whether each is sandboxd's own (a shell or the
+/// kernel: its direct children, `true`) or the agent's (what [`kill_all`] kills, `false`);
+/// never sandboxd itself.
+pub(crate) fn sandbox_processes(scope: Scope) -> Vec<(u32, bool)> {
+    let me = std::process::id();
+    let procs = scan(scope);
+    let mut found: Vec<(u32, bool)> = procs
+        .iter()
+        .filter(|p| p.ppid == me)
+        .map(|p| (p.pid, true))
+        .collect();
+    found.extend(targets(&procs, me, scope).iter().map(|p| (p.pid, false)));
+    found
+}
+
+/// Every living descendant of `pid`, parents before their children.
+pub(crate) fn descendants(pid: u32) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for p in scan(Scope::Tree) {
+        children.entry(p.ppid).or_default().push(p.pid);
+    }
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &child in children.get(&parent).into_iter().flatten() {
+            if child != pid && !found.contains(&child) {
+                found.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    found
 }
 
 #[cfg(test)]

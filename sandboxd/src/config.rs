@@ -37,6 +37,11 @@ pub struct Cli {
     #[arg(long, env = "SANDBOXD_PYTHON", value_name = "PATH")]
     pub(crate) python: Option<PathBuf>,
 
+    /// Chromium for `browse` and `browse_interactive`, started on first use (default:
+    /// `chromium` on PATH).
+    #[arg(long, env = "SANDBOXD_CHROMIUM", value_name = "PATH")]
+    pub(crate) chromium: Option<PathBuf>,
+
     /// User to run the shell as when sandboxd runs as root.
     #[arg(long, env = "RUNTIME_USERNAME", default_value = "openhands")]
     pub(crate) username: String,
@@ -45,12 +50,13 @@ pub struct Cli {
     #[arg(long, default_value_t = 1000)]
     pub(crate) user_id: u32,
 
-    /// Reference compatibility: with the browser enabled (the default) `WORKING_DIR/.downloads`
-    /// is created, as OpenHands' test-suite expects. sandboxd has no browser either way.
+    /// Serve `browse` and `browse_interactive` with Chromium (the default); its downloads go to
+    /// `WORKING_DIR/.downloads`, created at start as OpenHands' test-suite expects.
     #[arg(long, overrides_with = "no_enable_browser")]
     enable_browser: bool,
 
-    /// Do not create `WORKING_DIR/.downloads`.
+    /// No browser: browser actions answer "Browser functionality is not supported or
+    /// disabled.", and `WORKING_DIR/.downloads` is not created.
     #[arg(long)]
     no_enable_browser: bool,
 
@@ -184,6 +190,7 @@ pub(crate) struct Settings<'a> {
     output_dir: Option<&'a PathBuf>,
     output_budget: u64,
     python: Option<&'a PathBuf>,
+    chromium: Option<&'a PathBuf>,
     max_body_bytes: usize,
     max_upload_bytes: usize,
     connections: http_guard::Limits,
@@ -206,6 +213,7 @@ impl Cli {
             output_dir: self.output_dir.as_ref(),
             output_budget: self.output_budget,
             python: self.python.as_ref(),
+            chromium: self.chromium.as_ref(),
             max_body_bytes: self.max_body_bytes,
             max_upload_bytes: self.max_upload_bytes,
             connections: self.connection_limits(),

@@ -17,10 +17,15 @@ use protocol::{Action, Observation};
 
 use crate::agent_procs;
 use crate::bash::{BashShell, ShellConfig, ShellError};
+use crate::browser::{Browser, BrowserConfig};
+use crate::feed::{FeedReader, Tap};
 use crate::files::{self, Editor, FileContext};
 use crate::ipython::{IPython, IPythonConfig};
 use crate::mcp::{Launch, McpServers};
 use crate::observations;
+use crate::processes;
+use crate::shells::{Shells, UnknownShell};
+use crate::terminals::{TerminalConfig, TerminalError, Terminals};
 use crate::user::RunAs;
 
 /// What the executor needs to start.
@@ -45,6 +50,10 @@ pub(crate) struct ExecutorConfig {
     pub(crate) python: Option<PathBuf>,
     /// Which processes count as the agent's (`C-c` at the prompt, [`Executor::kill_all`]).
     pub(crate) agent_processes: agent_procs::Scope,
+    /// `--enable-browser` / `--no-enable-browser`.
+    pub(crate) browser: bool,
+    /// `--chromium`: the browser's program (default `chromium` on `PATH`).
+    pub(crate) chromium: Option<PathBuf>,
 }
 
 /// Errors starting the executor.
@@ -62,8 +71,8 @@ pub enum StartError {
 #[derive(Debug)]
 pub(crate) struct Executor {
     working_dir: PathBuf,
-    shells: Arc<ShellConfig>,
-    bash: BashShell,
+    shell_config: Arc<ShellConfig>,
+    shells: Shells,
     editor: Arc<Editor>,
     owner: Option<(u32, u32)>,
     ipython: IPython,
@@ -71,6 +80,44 @@ pub(crate) struct Executor {
     kernels: IPythonConfig,
     /// The stdio MCP servers the sandbox runs for its host.
     mcp: Arc<McpServers>,
+    /// How the browser is started (kept to start it with a caller's environment).
+    browsers: BrowserConfig,
+    /// The browser behind `browse` and `browse_interactive`, started on first use.
+    browser: Browser,
+    /// Held while a `write` or `edit` checks its file's content hash and changes it, so that
+    /// two conditional actions on one file cannot both pass their check.
+    file_writes: Arc<std::sync::Mutex<()>>,
+    /// The terminals people and UIs attach to.
+    terminals: Terminals,
+}
+
+/// What a request asks of its action besides the action itself.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Conditions {
+    /// The content hash (`sha256:HEX`) a `write` or `edit` expects its file to have.
+    pub(crate) if_match: Option<String>,
+    /// The shell a `run` runs in and relative paths resolve in (`None`: the default one).
+    pub(crate) shell: Option<String>,
+}
+
+/// An action's observation with what the HTTP layer says beside it.
+#[derive(Debug)]
+pub(crate) struct Executed {
+    /// The observation.
+    pub(crate) observation: Observation,
+    /// The content hash of the file a `read` read or a `write` or `edit` left (its `ETag`).
+    pub(crate) content_hash: Option<String>,
+}
+
+/// Why an action was not run.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refused {
+    /// A conditional action whose file is no longer what the caller read.
+    #[error("{0}")]
+    Precondition(String),
+    /// The shell it names does not exist.
+    #[error(transparent)]
+    Shell(#[from] UnknownShell),
 }
 
 impl Executor {
@@ -99,6 +146,26 @@ impl Executor {
             agent_skills: has_plugin("agent_skills"),
             env: BTreeMap::new(),
         };
+        let browsers = BrowserConfig {
+            enabled: config.browser,
+            chromium: config.chromium.as_ref().map_or_else(
+                || "chromium".to_owned(),
+                |p| {
+                    std::path::absolute(p)
+                        .unwrap_or_else(|_| p.clone())
+                        .to_string_lossy()
+                        .into_owned()
+                },
+            ),
+            run_as: config.run_as.clone(),
+            env: BTreeMap::new(),
+            working_dir: config.working_dir.clone(),
+            viewport: crate::browser::Viewport {
+                width: 1280,
+                height: 720,
+            },
+        };
+        let browser = Browser::new(browsers.clone());
         let ipython = IPython::spawn(kernels.clone());
         if has_plugin("jupyter") {
             // In the background: `/alive` does not wait for it; a first cell does.
@@ -114,16 +181,26 @@ impl Executor {
             env: std::sync::RwLock::default(),
             agent_processes: config.agent_processes,
         });
+        let terminals = Terminals::new(TerminalConfig {
+            run_as: shells.run_as.clone(),
+            working_dir: config.working_dir.clone(),
+        });
         let bash = BashShell::start(shells.clone(), config.working_dir.clone()).await?;
+        let shell_config = shells.clone();
+        let shells = Shells::new(shells, config.working_dir.clone(), bash);
         Ok(Executor {
             working_dir: config.working_dir,
+            shell_config,
             shells,
-            bash,
             editor: Arc::new(Editor::new()),
             owner,
             ipython,
             kernels,
             mcp: Arc::default(),
+            browsers,
+            browser,
+            file_writes: Arc::default(),
+            terminals,
         })
     }
 
@@ -135,11 +212,16 @@ impl Executor {
         &mut self,
         env: &BTreeMap<String, String>,
         plugins: &[String],
+        browser: bool,
     ) -> Result<(), String> {
         if !env.is_empty() {
             let mut args = CmdRunArgs::new(crate::configure::export_command(env));
             args.hidden = true;
-            let obs = self.bash.run(args, Some(30.0)).await;
+            let obs = self
+                .shells
+                .default_shell()
+                .run(args, Some(30.0), None)
+                .await;
             if crate::configure::exit_code(&obs) != Some(0) {
                 return Err(format!(
                     "the shell did not take the environment: {}",
@@ -148,7 +230,7 @@ impl Executor {
             }
         }
         *self
-            .shells
+            .shell_config
             .env
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = env.clone();
@@ -159,6 +241,9 @@ impl Executor {
         if has_plugin("jupyter") {
             self.ipython.boot(self.working_dir.clone());
         }
+        self.browsers.env = env.clone();
+        self.browsers.enabled = browser;
+        self.browser = Browser::new(self.browsers.clone());
         Ok(())
     }
 
@@ -169,10 +254,10 @@ impl Executor {
         servers: Vec<protocol::api::McpStdioServer>,
     ) -> Result<String, sandbox_common::McpServerError> {
         let launch = Launch {
-            run_as: self.shells.run_as.clone(),
+            run_as: self.shell_config.run_as.clone(),
             cwd: self.working_dir.clone(),
             env: self
-                .shells
+                .shell_config
                 .env
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -189,12 +274,29 @@ impl Executor {
     /// Kills every process the agent started except the shells and the kernel (see
     /// [`agent_procs`]); returns how many.
     pub(crate) fn kill_all(&self) -> usize {
-        agent_procs::kill_all(self.shells.agent_processes)
+        agent_procs::kill_all(self.shell_config.agent_processes)
+    }
+
+    /// The sandbox's processes (see [`processes::list`]). Blocking.
+    pub(crate) fn processes(&self) -> Vec<protocol::api::ProcessInfo> {
+        processes::list(self.shell_config.agent_processes)
+    }
+
+    /// Sends `signal` to one of the sandbox's processes, or its whole tree (see
+    /// [`processes::signal`]). Blocking.
+    pub(crate) fn signal(
+        &self,
+        pid: u32,
+        signal: &protocol::api::SignalSpec,
+        tree: bool,
+    ) -> Result<Vec<u32>, processes::SignalError> {
+        let signal = processes::parse_signal(signal)?;
+        processes::signal(self.shell_config.agent_processes, pid, signal, tree)
     }
 
     /// Where the full-output files of commands are.
     pub(crate) fn output_dir(&self) -> &Path {
-        &self.shells.output_dir
+        &self.shell_config.output_dir
     }
 
     /// The initial working directory.
@@ -209,49 +311,166 @@ impl Executor {
 
     /// Whether actions can run: `Err` says which actor cannot serve and why.
     pub(crate) fn health(&self) -> Result<(), String> {
-        self.bash.health()?;
+        self.shells.default_shell().health()?;
         self.ipython.health()
     }
 
-    /// The shell's current directory (relative file paths resolve here).
-    fn cwd(&self) -> PathBuf {
-        self.bash.cwd().unwrap_or_else(|| self.working_dir.clone())
+    /// The sandbox's terminals.
+    pub(crate) fn terminals(&self) -> &Terminals {
+        &self.terminals
+    }
+
+    /// Starts a terminal with the sandbox's environment under its own. Blocking (forks).
+    pub(crate) fn create_terminal(
+        &self,
+        request: protocol::api::CreateTerminalRequest,
+    ) -> Result<protocol::api::TerminalInfo, TerminalError> {
+        let env = self
+            .shell_config
+            .env
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        self.terminals.create(request, &env)
+    }
+
+    /// The sandbox's shells.
+    pub(crate) fn shells(&self) -> &Shells {
+        &self.shells
     }
 
     /// Executes one action and returns its observation, with `cause` and `tool_call_metadata`
     /// taken from the action. Only runnable types other than `call_tool_mcp` (which the host
     /// runs) may be passed (see [`protocol::ActionType::is_runnable`]).
     pub(crate) async fn execute(&self, action: Action) -> Observation {
+        self.execute_tapped(action, None, self.shells.default_shell())
+            .await
+    }
+
+    /// [`Executor::execute`] in `shell`, handing the live output of a `run` or `run_ipython`
+    /// to `tap`.
+    async fn execute_tapped(
+        &self,
+        action: Action,
+        tap: Option<Tap>,
+        shell: &BashShell,
+    ) -> Observation {
         let mut obs = if let Some(refusal) = refuse_timeout(&action) {
             refusal
         } else {
-            self.dispatch(action.kind, action.timeout).await
+            self.dispatch(action.kind, action.timeout, tap, shell).await
         };
         obs.cause = action.id.filter(|id| *id >= 0);
         obs.tool_call_metadata = action.tool_call_metadata;
         obs
     }
 
+    /// Like [`Executor::execute`], with the request's `conditions` and the content hash of the
+    /// file a file action touched. A `run` runs in the shell `conditions` names, and relative
+    /// paths resolve in its directory. A `write` or `edit` whose `if_match` is not its file's
+    /// content hash is refused and does nothing. `tap` gets the live output of a `run` or
+    /// `run_ipython` once it runs (never for other actions).
+    pub(crate) async fn execute_with(
+        &self,
+        action: Action,
+        conditions: Conditions,
+        tap: Option<Tap>,
+    ) -> Result<Executed, Refused> {
+        let shell = self.shells.get(conditions.shell.as_deref())?;
+        let path = match &action.kind {
+            ActionKind::Read(args) => args.path.clone(),
+            ActionKind::Write(args) => args.path.clone(),
+            ActionKind::Edit(args) => args.path.clone(),
+            _ => {
+                return Ok(Executed {
+                    observation: self.execute_tapped(action, tap, &shell).await,
+                    content_hash: None,
+                });
+            }
+        };
+        let (cause, metadata) = (action.id.filter(|id| *id >= 0), action.tool_call_metadata);
+        let writes = self.file_writes.clone();
+        let kind = action.kind;
+        let outcome = self
+            .with_files(&shell, move |ctx, editor| {
+                let abs = files::resolve(&path, ctx.cwd);
+                let abs = Path::new(&abs);
+                if let ActionKind::Read(args) = &kind {
+                    // The hash of what was read: a file that changed meanwhile gets none.
+                    let before = files::content_hash(abs);
+                    let observation = files::read(args, ctx, editor);
+                    let after = files::content_hash(abs);
+                    let content_hash = before.filter(|b| Some(b) == after.as_ref());
+                    return Ok(Executed {
+                        observation,
+                        content_hash,
+                    });
+                }
+                let _held = writes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(expected) = &conditions.if_match {
+                    let now = files::content_hash(abs);
+                    if now.as_ref() != Some(expected) {
+                        let what = match now {
+                            Some(now) => format!("its content hash is now {now}"),
+                            None => "it is no longer a readable regular file".to_owned(),
+                        };
+                        return Err(Refused::Precondition(format!(
+                            "{} changed since it was read: {what}, not {expected}. The action was not run: read the file again and retry.",
+                            abs.display()
+                        )));
+                    }
+                }
+                let observation = match &kind {
+                    ActionKind::Write(args) => files::write(args, ctx),
+                    ActionKind::Edit(args) => editor.edit(args, ctx),
+                    _ => observations::error("ERROR: not a file action."),
+                };
+                Ok(Executed {
+                    observation,
+                    content_hash: files::content_hash(abs),
+                })
+            })
+            .await;
+        let mut executed = match outcome {
+            Some(outcome) => outcome?,
+            None => Executed {
+                observation: observations::error("ERROR: the file action failed unexpectedly."),
+                content_hash: None,
+            },
+        };
+        executed.observation.cause = cause;
+        executed.observation.tool_call_metadata = metadata;
+        Ok(executed)
+    }
+
     /// Runs one action of a runnable kind.
-    async fn dispatch(&self, kind: ActionKind, timeout: Option<f64>) -> Observation {
+    async fn dispatch(
+        &self,
+        kind: ActionKind,
+        timeout: Option<f64>,
+        tap: Option<Tap>,
+        shell: &BashShell,
+    ) -> Observation {
         match kind {
-            ActionKind::Run(args) => self.run(args, timeout).await,
-            ActionKind::RunIpython(args) => self.ipython.run(args, timeout, self.cwd()).await,
+            ActionKind::Run(args) => self.run(args, timeout, tap, shell).await,
+            ActionKind::RunIpython(args) => {
+                let cwd = self.shells.cwd(shell);
+                self.ipython.run(args, timeout, cwd, tap).await
+            }
             ActionKind::Read(args) => {
-                self.with_files(move |ctx, editor| files::read(&args, ctx, editor))
+                self.file_action(shell, move |ctx, editor| files::read(&args, ctx, editor))
                     .await
             }
             ActionKind::Write(args) => {
-                self.with_files(move |ctx, _| files::write(&args, ctx))
+                self.file_action(shell, move |ctx, _| files::write(&args, ctx))
                     .await
             }
             ActionKind::Edit(args) => {
-                self.with_files(move |ctx, editor| editor.edit(&args, ctx))
+                self.file_action(shell, move |ctx, editor| editor.edit(&args, ctx))
                     .await
             }
-            ActionKind::Browse(_) | ActionKind::BrowseInteractive(_) => {
-                observations::error("Browser functionality is not supported or disabled.")
-            }
+            ActionKind::Browse(args) => self.browser.browse(args, timeout).await,
+            ActionKind::BrowseInteractive(args) => self.browser.interact(args, timeout).await,
             other => observations::error(format!(
                 "Action {} cannot be executed in a sandbox.",
                 other.action_type().as_str()
@@ -259,28 +478,58 @@ impl Executor {
         }
     }
 
-    /// Runs a file action on a blocking thread, resolving paths against the shell's current
-    /// directory at the moment the action arrived.
-    async fn with_files<F>(&self, op: F) -> Observation
+    /// Runs a file action on a blocking thread, resolving paths against `shell`'s current
+    /// directory at the moment the action arrived. `None`: it panicked (logged).
+    async fn with_files<T, F>(&self, shell: &BashShell, op: F) -> Option<T>
     where
-        F: FnOnce(&FileContext<'_>, &Editor) -> Observation + Send + 'static,
+        F: FnOnce(&FileContext<'_>, &Editor) -> T + Send + 'static,
+        T: Send + 'static,
     {
-        let (cwd, initial, owner) = (self.cwd(), self.working_dir.clone(), self.owner);
+        let cwd = self.shells.cwd(shell);
+        let (initial, owner) = (self.working_dir.clone(), self.owner);
         let editor = self.editor.clone();
-        blocking(move || {
+        let task = tokio::task::spawn_blocking(move || {
             let ctx = FileContext {
                 cwd: &cwd,
                 initial_dir: &initial,
                 owner,
             };
             op(&ctx, &editor)
-        })
-        .await
+        });
+        match task.await {
+            Ok(value) => Some(value),
+            Err(e) => {
+                tracing::error!(error = %e, "file action failed");
+                None
+            }
+        }
     }
 
-    async fn run(&self, args: CmdRunArgs, timeout: Option<f64>) -> Observation {
+    /// [`Executor::with_files`] for an action that answers with an observation.
+    async fn file_action<F>(&self, shell: &BashShell, op: F) -> Observation
+    where
+        F: FnOnce(&FileContext<'_>, &Editor) -> Observation + Send + 'static,
+    {
+        self.with_files(shell, op)
+            .await
+            .unwrap_or_else(|| observations::error("ERROR: the file action failed unexpectedly."))
+    }
+
+    /// A reader of the output of the command running in shell `id`, from the oldest line
+    /// kept; `None` when none runs.
+    pub(crate) fn attach(&self, id: &str) -> Result<Option<FeedReader>, UnknownShell> {
+        Ok(self.shells.get(Some(id))?.attach())
+    }
+
+    async fn run(
+        &self,
+        args: CmdRunArgs,
+        timeout: Option<f64>,
+        tap: Option<Tap>,
+        shell: &BashShell,
+    ) -> Observation {
         if !args.is_static {
-            return self.bash.run(args, timeout).await;
+            return shell.run(args, timeout, tap).await;
         }
         // A fresh shell for this one command; dropping the handle kills it and its children.
         let cwd = args
@@ -303,8 +552,8 @@ impl Executor {
                 ),
             );
         }
-        match BashShell::start(self.shells.clone(), cwd).await {
-            Ok(session) => session.run(args, timeout).await,
+        match BashShell::start(self.shell_config.clone(), cwd).await {
+            Ok(session) => session.run(args, timeout, tap).await,
             Err(e) => {
                 tracing::error!(error = %e, "cannot start a static shell");
                 observations::run(
@@ -332,16 +581,5 @@ fn refuse_timeout(action: &Action) -> Option<Observation> {
         )),
         ActionKind::RunIpython(_) => Some(observations::error(message)),
         _ => None,
-    }
-}
-
-/// Runs file-system work on the blocking pool; a panic there becomes an error observation.
-async fn blocking(f: impl FnOnce() -> Observation + Send + 'static) -> Observation {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(obs) => obs,
-        Err(e) => {
-            tracing::error!(error = %e, "file action failed");
-            observations::error("ERROR: the file action failed unexpectedly.")
-        }
     }
 }

@@ -17,20 +17,25 @@
 
 mod agent_procs;
 mod bash;
+mod browser;
 mod child;
 mod config;
 mod configure;
 mod egress;
 mod executor;
+mod feed;
 mod files;
 mod ipython;
 mod keeper;
 mod listen;
 mod mcp;
 mod observations;
+mod processes;
 mod server;
+mod shells;
 mod supervise;
 mod sysinfo;
+mod terminals;
 mod transfer;
 mod user;
 
@@ -159,6 +164,8 @@ async fn start_executor(cli: &Cli) -> Result<executor::Executor, RunError> {
         },
         python: cli.python.clone(),
         agent_processes,
+        browser: cli.browser_enabled(),
+        chromium: cli.chromium.clone(),
     })
     .await?)
 }
@@ -279,7 +286,11 @@ async fn take_in_place(
     };
     browser_downloads(&configured, executor.working_dir());
     executor
-        .configure(&request.env, &configured.plugins)
+        .configure(
+            &request.env,
+            &configured.plugins,
+            configured.browser_enabled(),
+        )
         .await?;
     Ok(server::router(
         executor,

@@ -1,6 +1,7 @@
 //! Test helpers shared by the workspace's tests: [`Daemon`], a server process a test starts
 //! (see [`daemon`]), where agentd's tests find sandboxd and the base image ([`binaries`]), real
-//! MCP peers on the official Python SDK ([`python_mcp`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
+//! MCP peers on the official Python SDK ([`python_mcp`]), a headless Chromium driven over
+//! DevTools for web pages ([`chromium`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
 //! HTTP server on `127.0.0.1:0` that speaks OpenAI's `POST /v1/chat/completions` (also
 //! `/chat/completions`), answers each request with the next scripted [`Reply`] (or asks a
 //! closure), and records every request so tests can assert on what the client sent.
@@ -28,6 +29,7 @@
 //! that says so, so a test that makes one call too many fails loudly.
 
 pub mod binaries;
+pub mod chromium;
 pub mod connections;
 pub mod daemon;
 pub mod files;
@@ -35,6 +37,7 @@ pub mod fuzz;
 pub mod python_mcp;
 
 pub use binaries::{base_image, sandboxd_binary};
+pub use chromium::Chromium;
 pub use connections::{assert_closed, hold_connections};
 pub use daemon::Daemon;
 pub use files::{read_json, sorted_paths};

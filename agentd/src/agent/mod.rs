@@ -7,6 +7,7 @@
 //! boxed agent can move to another task). Agents that need no awaiting return
 //! `Box::pin(std::future::ready(...))`.
 
+mod browsing;
 pub(crate) mod codeact;
 mod replay;
 mod scripted;
@@ -19,6 +20,7 @@ use protocol::Action;
 use crate::events::EventStream;
 use crate::state::State;
 
+pub use browsing::BrowsingAgent;
 pub use replay::ReplayAgent;
 pub use scripted::ScriptedAgent;
 

@@ -7,6 +7,7 @@ pub mod input;
 pub mod run;
 pub mod sandbox;
 pub mod serve;
+pub mod server;
 
 use std::future::Future;
 use std::path::Path;
@@ -83,6 +84,17 @@ impl DiskSize {
                 .map_err(|e| anyhow::anyhow!("[docker] disk: {e}")),
             (None, None) => Ok(None),
         }
+    }
+}
+
+/// A server's first line on stdout once it answers, which scripts and tests wait for:
+/// `{name} listening on URL`, or `{"listening": "URL"}` with `json`.
+#[allow(clippy::print_stdout, reason = "the line is the servers' interface")]
+pub fn print_listening(name: &str, url: &str, json: bool) {
+    if json {
+        println!("{}", serde_json::json!({ "listening": url }));
+    } else {
+        println!("{name} listening on {url}");
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use agentd::DEFAULT_MAX_ITERATIONS;
 use agentd::ToolSet;
-use agentd::docker::{SandboxUser, choose_user};
+use agentd::docker::{SandboxConfig, SandboxUser, choose_user};
 use agentd::{Agent, AgentFactory, ReplayAgent, ScriptedAgent, ToolProfile};
 use agentd::{AnalyzerKind, SecurityAnalyzer, SecurityConfig};
 use agentd::{CodeActAgent, CodeActConfig};
@@ -44,6 +44,11 @@ pub struct RunArgs {
     /// --script or --replay, the CodeAct agent runs with the LLM given by --model.
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
+    /// The agent that runs with the LLM: `CodeActAgent`, or `BrowsingAgent` (the reference's:
+    /// BrowserGym actions only; the sandbox needs Chromium).
+    #[arg(long, env = "AGENTD_AGENT", default_value = "CodeActAgent",
+          value_parser = ["CodeActAgent", "BrowsingAgent"])]
+    agent: String,
     /// The CodeAct agent's model, as its server names it.
     #[arg(long, env = "LLM_MODEL")]
     model: Option<String>,
@@ -236,10 +241,20 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
                 );
             }
             let registry = LlmRegistry::default();
-            let (agent, factory) = codeact(&registry, llm, &file, mask.clone())?;
-            delegates = Some(factory);
-            llms = Some(registry);
-            Box::new(agent)
+            if args.agent == "BrowsingAgent" {
+                let model = llm.model.clone();
+                let llm = registry
+                    .get("agent", Some(&llm))
+                    .with_context(|| format!("cannot set up the model {model}"))?
+                    .with_secret_mask(mask.clone());
+                llms = Some(registry);
+                Box::new(agentd::BrowsingAgent::new(llm))
+            } else {
+                let (agent, factory) = codeact(&registry, llm, &file, mask.clone())?;
+                delegates = Some(factory);
+                llms = Some(registry);
+                Box::new(agent)
+            }
         }
     };
     let interactive = args.interactive
@@ -252,7 +267,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     } else {
         InputMode::Terminal
     };
-    let security = match security_config(&args, &file) {
+    let security = match security_config(args.security_analyzer, args.confirm, &file) {
         Ok(security) => security,
         Err(message) => return usage(&message),
     };
@@ -290,34 +305,24 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         Err(e) => return usage(&e.to_string()),
     };
 
+    let mut docker = SandboxConfig::default();
+    set(&mut docker.image, args.image.or(file.docker.image.clone()));
+    docker_settings(&file, &mut docker)?;
     let mut runtime = RuntimeConfig {
         kind: args.runtime.or(file.runtime).unwrap_or_default(),
         workspace: args.workspace.or(file.workspace),
         sandboxd_binary: args.sandboxd.or(file.sandboxd),
         remote_url: args.remote_url.or(file.remote.url),
         remote_api_key: args.remote_api_key.or(file.remote.api_key),
+        docker,
         ..RuntimeConfig::default()
     };
+    // A local sandbox gets the browser only when the agent browses.
+    // A run that browses, or may delegate to the BrowsingAgent, gets the browser.
+    runtime.local.browser = args.agent == "BrowsingAgent"
+        || file.agent.browsing.unwrap_or(false)
+        || file.agent.delegation.unwrap_or(false);
     let docker = &mut runtime.docker;
-    set(&mut docker.image, args.image.or(file.docker.image));
-    if let Some(memory) = &file.docker.memory {
-        docker.limits.memory_bytes = Some(parse_bytes(memory).map_err(anyhow::Error::msg)?);
-    }
-    if let Some(cpus) = file.docker.cpus {
-        docker.limits.cpus = Some(cpus);
-    }
-    if let Some(pids) = file.docker.pids {
-        docker.limits.pids = Some(pids);
-    }
-    set(&mut docker.network, file.docker.network);
-    if let Some(egress) = &file.docker.egress {
-        docker.egress = egress
-            .policy()
-            .map_err(|e| anyhow::anyhow!("[docker] egress: {e}"))?;
-    }
-    set(&mut docker.host_ports, file.docker.host_ports.clone());
-    set(&mut docker.egress_hosts, file.docker.egress_hosts.clone());
-    set(&mut docker.read_only_root, file.docker.read_only);
     docker.user = match (args.sandbox_uid, &file.docker.uid) {
         (Some(user), _) => Some(user),
         (None, Some(text)) => Some(text.parse().map_err(anyhow::Error::msg)?),
@@ -325,9 +330,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     };
     docker.allow_root = args.allow_root || file.docker.allow_root.unwrap_or(false);
     docker.sudo = args.sudo || file.docker.sudo.unwrap_or(false);
-    if let Some(DiskSize(bytes)) =
-        DiskSize::from_flag_or_file(args.disk, file.docker.disk.as_deref())?
-    {
+    if let Some(DiskSize(bytes)) = args.disk {
         docker.disk_bytes = bytes;
     }
     if runtime.kind == RuntimeKind::Docker {
@@ -498,9 +501,36 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     })
 }
 
+/// The file's `[docker]` sandbox settings: limits, network, egress, host ports, read-only
+/// root, disk.
+pub(super) fn docker_settings(file: &FileConfig, docker: &mut SandboxConfig) -> anyhow::Result<()> {
+    if let Some(memory) = &file.docker.memory {
+        docker.limits.memory_bytes = Some(parse_bytes(memory).map_err(anyhow::Error::msg)?);
+    }
+    if let Some(cpus) = file.docker.cpus {
+        docker.limits.cpus = Some(cpus);
+    }
+    if let Some(pids) = file.docker.pids {
+        docker.limits.pids = Some(pids);
+    }
+    set(&mut docker.network, file.docker.network);
+    if let Some(egress) = &file.docker.egress {
+        docker.egress = egress
+            .policy()
+            .map_err(|e| anyhow::anyhow!("[docker] egress: {e}"))?;
+    }
+    set(&mut docker.host_ports, file.docker.host_ports.clone());
+    set(&mut docker.egress_hosts, file.docker.egress_hosts.clone());
+    set(&mut docker.read_only_root, file.docker.read_only);
+    if let Some(DiskSize(bytes)) = DiskSize::from_flag_or_file(None, file.docker.disk.as_deref())? {
+        docker.disk_bytes = bytes;
+    }
+    Ok(())
+}
+
 /// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
 /// the model's calls on stderr, and the agents it may delegate to (on the same model).
-fn codeact(
+pub(super) fn codeact(
     registry: &LlmRegistry,
     llm: LlmConfig,
     file: &FileConfig,
@@ -532,6 +562,7 @@ fn codeact(
         tools: ToolSet {
             ipython: file.agent.ipython.unwrap_or(defaults.ipython),
             think: file.agent.think.unwrap_or(defaults.think),
+            browser: file.agent.browsing.unwrap_or(defaults.browser),
             delegate: file.agent.delegation.unwrap_or(defaults.delegate),
             task_tracker: file.agent.task_tracker.unwrap_or(defaults.task_tracker),
             condensation_request: file
@@ -560,6 +591,8 @@ fn codeact(
                 }
             }
             "DummyAgent" => Some(Box::new(ScriptedAgent::dummy())),
+            // The reference's CodeAct hands web tasks to it (its sandbox must have Chromium).
+            "BrowsingAgent" => Some(Box::new(agentd::BrowsingAgent::new(delegate_llm.clone()))),
             _ => None,
         }
     });
@@ -567,16 +600,20 @@ fn codeact(
     Ok((agent, factory))
 }
 
-/// The security settings of the flags and the file; `Err` says what is wrong (a rule that
+/// The security settings of the flags (`--security-analyzer`, `--confirm`) and the file; `Err` says what is wrong (a rule that
 /// does not compile).
-fn security_config(args: &RunArgs, file: &FileConfig) -> Result<SecurityConfig, String> {
+pub(super) fn security_config(
+    analyzer: Option<AnalyzerKind>,
+    confirm: bool,
+    file: &FileConfig,
+) -> Result<SecurityConfig, String> {
     let section = &file.security;
-    let analyzer = match args.security_analyzer.or(section.security_analyzer) {
+    let analyzer = match analyzer.or(section.security_analyzer) {
         Some(kind) => Some(SecurityAnalyzer::new(kind, &section.rules).map_err(|e| e.to_string())?),
         None => None,
     };
     Ok(SecurityConfig {
-        confirmation_mode: args.confirm || section.confirmation_mode.unwrap_or(false),
+        confirmation_mode: confirm || section.confirmation_mode.unwrap_or(false),
         analyzer,
         workspace: None,
     })

@@ -1,5 +1,5 @@
 //! `agentd serve`: the runtime API service (docs/protocol.md §9) for other agent hosts, OpenHands'
-//! `RemoteRuntime` included. Prints `agentd serve listening on http://ADDR` on stdout once it
+//! `RemoteRuntime` included. Prints `agentd serve listening on http(s)://ADDR` on stdout once it
 //! answers; stops on SIGTERM or Ctrl-C, removing its warm sandboxes and leaving the claimed
 //! ones for the next start to recover.
 
@@ -48,6 +48,37 @@ pub struct ServeArgs {
     /// Host name or address put in the URLs given to callers (default 127.0.0.1).
     #[arg(long, env = "AGENTD_SERVE_PUBLIC_HOST")]
     public_host: Option<String>,
+    /// The engine sandboxes run on: docker (this host's engine) or swarm (services of the
+    /// swarm this engine manages; implies --front-door).
+    #[arg(long, env = "AGENTD_SERVE_BACKEND", value_parser = ["docker", "swarm"])]
+    backend: Option<String>,
+    /// The host ports swarm sandboxes are published at, LOW-HIGH (default 31000-31999).
+    #[arg(long, env = "AGENTD_SERVE_SWARM_PORTS", value_name = "LOW-HIGH")]
+    swarm_ports: Option<String>,
+    /// Hand out front-door URLs (`PUBLIC_URL/sandboxes/RUNTIME_ID`): the service proxies each
+    /// sandbox's HTTP API and WebSockets, so callers reach only the service.
+    #[arg(long, env = "AGENTD_SERVE_FRONT_DOOR")]
+    front_door: bool,
+    /// The service's URL as callers reach it (default http(s)://PUBLIC_HOST:PORT).
+    #[arg(long, env = "AGENTD_SERVE_PUBLIC_URL", value_name = "URL")]
+    public_url: Option<String>,
+    /// PEM certificate chain: serve the runtime API and the front door over TLS (needs
+    /// --tls-key).
+    #[arg(
+        long,
+        env = "AGENTD_SERVE_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(
+        long,
+        env = "AGENTD_SERVE_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
+    tls_key: Option<PathBuf>,
     /// Host address sandbox ports are published on (default 127.0.0.1; 0.0.0.0 for callers on
     /// other hosts).
     #[arg(long, env = "AGENTD_SERVE_PUBLISH_ADDRESS")]
@@ -123,6 +154,46 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         args.publish_address.or(section.publish_address),
     );
     set(&mut config.state_dir, args.state_dir.or(section.state_dir));
+    let ports = args
+        .swarm_ports
+        .or(section.swarm_ports)
+        .unwrap_or_else(|| "31000-31999".to_string());
+    config.backend = match args.backend.or(section.backend).as_deref() {
+        None | Some("docker") => agentd::BackendKind::Docker,
+        Some("swarm") => match parse_port_range(&ports) {
+            Some(ports) => agentd::BackendKind::Swarm { ports },
+            None => {
+                eprintln!(
+                    "agentd serve: swarm ports {ports:?}: expected LOW-HIGH, e.g. 31000-31999"
+                );
+                return Ok(2);
+            }
+        },
+        Some(other) => {
+            eprintln!("agentd serve: backend {other:?}: expected docker or swarm");
+            return Ok(2);
+        }
+    };
+    // Sandboxes on other nodes are reached through the service only.
+    let clustered = config.backend != agentd::BackendKind::Docker;
+    config.front_door = clustered || args.front_door || section.front_door.unwrap_or(false);
+    config.public_url = args.public_url.or(section.public_url);
+    config.tls = match (
+        args.tls_cert.or(section.tls_cert),
+        args.tls_key.or(section.tls_key),
+    ) {
+        (Some(cert), Some(key)) => Some(agentd::TlsFiles { cert, key }),
+        (None, None) => None,
+        _ => {
+            eprintln!("agentd serve: TLS needs both a certificate and a key (tls_cert, tls_key)");
+            return Ok(2);
+        }
+    };
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     set(&mut config.registry_prefix, section.registry_prefix);
     let memory = match (args.memory, &section.memory) {
         (Some(m), _) => Some(m),
@@ -200,16 +271,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let shutdown = stop_signal()?;
     let json = args.json;
     agentd::serve(config, listener, shutdown, |addr| {
-        if json {
-            println!(
-                "{}",
-                serde_json::json!({"listening": format!("http://{addr}")})
-            );
-        } else {
-            println!("agentd serve listening on http://{addr}");
-        }
+        super::print_listening("agentd serve", &format!("{scheme}://{addr}"), json);
     })
     .await
     .context("agentd serve")?;
     Ok(0)
+}
+
+/// `LOW-HIGH` (both ports, LOW at most HIGH).
+fn parse_port_range(text: &str) -> Option<std::ops::RangeInclusive<u16>> {
+    let (low, high) = text.split_once('-')?;
+    let (low, high): (u16, u16) = (low.trim().parse().ok()?, high.trim().parse().ok()?);
+    (low > 0 && low <= high).then_some(low..=high)
 }

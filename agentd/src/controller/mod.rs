@@ -157,6 +157,11 @@ fn unanswered_recall(stream: &EventStream) -> Option<Unanswered> {
     })
 }
 
+/// Whether `stream` ends with a user message that no run has seen (it has no `recall` action
+/// yet): a conversation's reply that came after its run had ended, which a resumed run takes up.
+pub(crate) fn has_unseen_user_message(stream: &EventStream) -> bool {
+    matches!(unanswered_recall(stream), Some(Unanswered::Message(_)))
+}
 /// Makes the agent a `delegate` action names (`ReadOnlyAgent`...), `None` for an unknown name.
 pub type AgentFactory = Arc<dyn Fn(&str) -> Option<Box<dyn Agent>> + Send + Sync>;
 
@@ -295,6 +300,9 @@ pub(crate) struct Controller {
     first_user_message: Option<i64>,
     /// The saved run had ended in an error (see [`Controller::resumed_after_error`]).
     resumed_after_error: bool,
+    /// A resumed run that is not headless and was waiting for the user's reply goes on
+    /// waiting instead of stepping the agent.
+    wait_for_user: bool,
     /// Risk analysis and confirmation mode.
     security: SecurityConfig,
     /// See [`ControllerConfig::delegates`].
@@ -356,9 +364,10 @@ impl Controller {
     /// `config`, and nothing already in the stream is added again. If the agent's last
     /// runnable action has no observation yet, [`Controller::pending_action`] returns it: hand
     /// it to the runtime before or during [`Controller::run`], which waits for its observation.
-    /// A run that ended `finished`, `rejected` or `stopped` stays so (`run` returns at once);
-    /// any other (killed while running, paused or waiting, or ended in `error`) goes on
-    /// `running`, its `last_error` cleared.
+    /// A run that ended `finished`, `rejected` or `stopped` stays so (`run` returns at once)
+    /// unless a user message came after it; any other (killed while running, paused or
+    /// waiting, or ended in `error`) goes on `running`, its `last_error` cleared, except that a
+    /// run that is not headless and waited for the user's reply goes on waiting.
     pub(crate) fn resume(
         session_dir: &Path,
         stream: EventStream,
@@ -378,13 +387,7 @@ impl Controller {
         state.max_iterations = config.max_iterations;
         state.budget.max_per_task = config.max_budget_per_task;
         state.end_id = stream.latest_id();
-        if !matches!(
-            state.agent_state,
-            AgentState::Finished | AgentState::Rejected | AgentState::Stopped
-        ) {
-            state.agent_state = AgentState::Loading;
-            state.last_error = None;
-        }
+        let saved = state.agent_state;
         config.session_dir = Some(session_dir.to_path_buf());
         // Confirmation mode, once on, stays on for the run.
         state.confirmation_mode |= config.security.confirmation_mode;
@@ -400,6 +403,19 @@ impl Controller {
                 None => {}
             }
         }
+        // A user message the saved run never saw (a conversation's reply after the agent
+        // finished, or while nothing ran) starts the agent again, as in the reference.
+        let new_message = controller.unrecalled.is_some();
+        let ended = matches!(
+            saved,
+            AgentState::Finished | AgentState::Rejected | AgentState::Stopped
+        );
+        if !ended || new_message {
+            controller.state.agent_state = AgentState::Loading;
+            controller.state.last_error = None;
+        }
+        controller.wait_for_user =
+            !config.headless && saved == AgentState::AwaitingUserInput && !new_message;
         Ok(controller)
     }
 
@@ -432,6 +448,7 @@ impl Controller {
             unrecalled: None,
             first_user_message: None,
             resumed_after_error: false,
+            wait_for_user: false,
             security: config.security.clone(),
             delegates: config.delegates.clone(),
             delegation: None,
@@ -504,6 +521,11 @@ impl Controller {
             self.set_state(
                 AgentState::AwaitingUserConfirmation,
                 "resumed: the action still waits for the user's confirmation",
+            )?;
+        } else if self.wait_for_user {
+            self.set_state(
+                AgentState::AwaitingUserInput,
+                "resumed from the saved state; the agent waits for a reply",
             )?;
         } else {
             let reason = if self.resumed {

@@ -213,6 +213,11 @@ mod secs {
 }
 
 impl LlmConfig {
+    /// Sets the sampling temperature (a conversation's own setting).
+    pub fn set_temperature(&mut self, temperature: f64) {
+        self.temperature = Some(temperature);
+    }
+
     /// Settings for `model` at `base_url`, everything else at its default.
     pub fn new(model: impl Into<String>, base_url: impl Into<String>) -> LlmConfig {
         LlmConfig {

@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use protocol::llm::{
     ChatResponse, Content, ContentPart, FunctionCall, ImageUrl, Message, Role, ToolCall,
 };
-use protocol::observation::{IPythonRunCellExtras, RecallExtras};
+use protocol::observation::{BrowserOutputExtras, IPythonRunCellExtras, RecallExtras};
 use protocol::{
     Action, ActionKind, Event, EventSource, Observation, ObservationKind, ToolCallMetadata,
 };
@@ -293,6 +293,7 @@ impl ConversationMemory {
             }
             ObservationKind::RunIpython(extras) => self.ipython_parts(extras, content),
             ObservationKind::Mcp(_) => self.mcp_parts(content),
+            ObservationKind::Browse(extras) => self.browse_parts(extras, content),
             ObservationKind::Read(_) => vec![Part::Text(content.to_string())],
             ObservationKind::Edit(extras) => {
                 vec![Part::Text(
@@ -329,6 +330,24 @@ impl ConversationMemory {
             return None;
         }
         Some(message(Role::User, parts))
+    }
+
+    /// `browse`: the page's text; after `browse_interactive`, with vision, the set-of-marks
+    /// screenshot (else the plain one) as the reference's `enable_som_visual_browsing` shows it.
+    fn browse_parts(&self, extras: &BrowserOutputExtras, content: &str) -> Vec<Part> {
+        let text = truncate_content(content, self.max_message_chars).into_owned();
+        let image = [&extras.set_of_marks, &extras.screenshot]
+            .into_iter()
+            .find(|u| !u.is_empty());
+        match image {
+            Some(url) if self.vision && extras.trigger_by_action == "browse_interactive" => {
+                let text = format!(
+                    "{text}Image: Current webpage screenshot (Note that only visible portion of webpage is present in the screenshot. However, the Accessibility tree contains information from the entire webpage.)\n"
+                );
+                self.with_images(text, std::slice::from_ref(url))
+            }
+            _ => vec![Part::Text(text)],
+        }
     }
 
     fn ipython_parts(&self, extras: &IPythonRunCellExtras, content: &str) -> Vec<Part> {

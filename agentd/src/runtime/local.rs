@@ -97,7 +97,10 @@ pub(super) async fn start(
         .arg(&workspace)
         .arg("--output-dir")
         .arg(&output_dir)
-        .args(["--host", "127.0.0.1", "--no-enable-browser"]);
+        .args(["--host", "127.0.0.1"]);
+    if !config.local.browser {
+        cmd.arg("--no-enable-browser");
+    }
     if nix::unistd::geteuid().is_root() {
         // sandboxd switches users only as root; without this it would look for `openhands`.
         cmd.args(["--username", "root"]);

@@ -158,6 +158,9 @@ pub struct LocalConfig {
     pub env: BTreeMap<String, String>,
     /// Start bash without profile and rc files (faster, and independent of the user's dotfiles).
     pub no_login_shell: bool,
+    /// Let sandboxd serve browser actions with the host's Chromium (its `--enable-browser`,
+    /// which also makes `.downloads` in the workspace); off, it runs with `--no-enable-browser`.
+    pub browser: bool,
 }
 
 /// Why a [`Runtime`] could not start, or did not stop cleanly. Each variant says whether trying

@@ -1,7 +1,7 @@
 //! The `rules` analyzer's table: patterns (regular expressions, case-insensitive) over what an
 //! action touches, each with the risk it means. An action's risk is the highest of the rules
 //! that match it; none matching is low. The built-in table ([`DEFAULT_RULES`]) is documented in
-//! docs/protocol.md §14.3; `[[security.rules]]` entries add to it (they can raise a risk, never
+//! docs/protocol.md §15.3; `[[security.rules]]` entries add to it (they can raise a risk, never
 //! lower one).
 //!
 //! What each action type is matched on:

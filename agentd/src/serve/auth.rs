@@ -67,6 +67,15 @@ pub(crate) fn caller_of(key: &str) -> Caller {
     fingerprint(&digest(key))
 }
 
+/// Whether `given` is `key`, compared in constant time (of their digests).
+pub(crate) fn same_key(given: &[u8], key: &str) -> bool {
+    digest_bytes(given)
+        .iter()
+        .zip(&digest(key))
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
+}
+
 fn fingerprint(digest: &[u8; 32]) -> Caller {
     Caller(digest[..16].iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -6,14 +6,18 @@
 //!   (start, claim, stop, pause, resume, status); its parts: `table` (the claimed sandboxes),
 //!   `pool` (warm pools and their filler), `images` (caller image → sandbox image, made once),
 //!   `recovery` (a previous run's sandboxes and claims, at start), `reaper` (idle stop);
+//! - `backend`: the engine the sandboxes run on, behind the `Backend` trait (`docker`: one
+//!   Docker engine; `swarm`: a Docker Swarm's services);
 //! - [`routes`] is the HTTP layer (the only one of this module);
 //! - [`auth`]: API keys; [`command`]: the caller's start command mapped onto sandboxd;
 //!   [`store`]: claims on disk.
 
 pub(crate) mod auth;
+mod backend;
 mod builds;
 mod capacity;
 pub(crate) mod command;
+mod front_door;
 mod images;
 mod pool;
 mod reaper;
@@ -22,6 +26,7 @@ pub(crate) mod routes;
 pub(crate) mod service;
 pub(crate) mod store;
 mod table;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -32,11 +37,15 @@ use std::time::Duration;
 
 use crate::runtime::docker::{DockerError, Egress, Limits, SandboxConfig, config};
 
+pub use backend::BackendKind;
 pub(crate) use service::SandboxService;
+pub use tls::TlsFiles;
 
 /// Everything the service is configured with.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
+    /// The engine the sandboxes run on.
+    pub backend: BackendKind,
     /// The service's name: its containers are labelled with it, and a restarted service
     /// recovers only the containers with its name.
     pub name: String,
@@ -54,6 +63,13 @@ pub struct ServeConfig {
     pub idle_timeout: Option<Duration>,
     /// The host name or address in the URLs given to callers.
     pub public_host: String,
+    /// Hand out front-door URLs (`{public_url}/sandboxes/{runtime_id}`, proxied by the
+    /// service) instead of sandboxd's published port.
+    pub front_door: bool,
+    /// The service's URL as callers reach it; default `http(s)://{public_host}:{bound port}`.
+    pub public_url: Option<String>,
+    /// Serve the runtime API and the front door over TLS with this certificate and key.
+    pub tls: Option<TlsFiles>,
     /// The host address sandbox ports are published on.
     pub publish_address: String,
     /// CPU and memory limits at `resource_factor` 1 (pids are not scaled).
@@ -88,6 +104,7 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> ServeConfig {
         ServeConfig {
+            backend: BackendKind::Docker,
             name: "default".to_string(),
             api_keys: Vec::new(),
             default_image: config::DEFAULT_BASE_IMAGE.to_string(),
@@ -96,6 +113,9 @@ impl Default for ServeConfig {
             pools: BTreeMap::new(),
             idle_timeout: Some(Duration::from_secs(30 * 60)),
             public_host: "127.0.0.1".to_string(),
+            front_door: false,
+            public_url: None,
+            tls: None,
             publish_address: "127.0.0.1".to_string(),
             limits: Limits::default(),
             state_dir: default_state_dir(),
@@ -124,6 +144,19 @@ impl ServeConfig {
     /// sandboxd's URL for callers, given the port published for it.
     fn public_url(&self, port: u16) -> String {
         format!("http://{}:{port}", self.public_host)
+    }
+
+    /// The URL callers reach sandbox `runtime_id`'s sandboxd at: through the front door, or
+    /// at its published `port`.
+    fn sandbox_url(&self, runtime_id: &str, port: u16) -> String {
+        match (&self.public_url, self.front_door) {
+            (Some(base), true) => format!(
+                "{}{}/{runtime_id}",
+                base.trim_end_matches('/'),
+                front_door::PREFIX
+            ),
+            _ => self.public_url(port),
+        }
     }
 
     /// The `work_hosts` of a sandbox with these app ports (container port → host port): the
@@ -199,21 +232,36 @@ pub enum ServeError {
 /// recover (and so are warm ones after a crash: a restart adopts those of its own policy,
 /// `agentd sandbox gc` removes the others).
 pub async fn run(
-    config: ServeConfig,
+    mut config: ServeConfig,
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
     on_listening: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
     let max_body = config.max_body_bytes;
     let connections = config.connections;
+    let local = listener.local_addr().map_err(ServeError::Serve)?;
+    let tls = config.tls.as_ref().map(tls::server_config).transpose()?;
+    if config.public_url.is_none() {
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        config.public_url = Some(format!(
+            "{scheme}://{}:{}",
+            config.public_host,
+            local.port()
+        ));
+    }
     let service = Arc::new(SandboxService::open(config).await?);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let filler = tokio::spawn(service.clone().fill_pools(stopped.clone()));
     let reaper = tokio::spawn(service.clone().reap_idle(stopped));
     let app = routes::router(service.clone(), max_body);
-    let local = listener.local_addr().map_err(ServeError::Serve)?;
     on_listening(local);
-    http_guard::serve(listener, app, connections, shutdown).await;
+    match tls {
+        Some(tls) => {
+            let listener = tls::TlsListener::new(listener, tls).map_err(ServeError::Serve)?;
+            http_guard::serve(listener, app, connections, shutdown).await;
+        }
+        None => http_guard::serve(listener, app, connections, shutdown).await,
+    }
     let _ = stop.send(true);
     let _ = filler.await;
     let _ = reaper.await;

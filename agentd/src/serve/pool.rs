@@ -1,6 +1,6 @@
 //! Warm pools: per sandbox image, pre-started sandboxes (sandboxd waiting for its
 //! configuration) that `/start` hands out, and the task that keeps each pool at its size, one
-//! sandbox at a time, woken by every `/start`.
+//! sandbox at a time, woken by every `/start`. The sandboxes themselves are the backend's.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -11,67 +11,11 @@ use protocol::api::ConfigureRequest;
 use sandbox_common::random_hex;
 use tokio::sync::{Notify, watch};
 
+use super::backend::{Backend, Profile, Spec, Warm};
 use super::{ServeConfig, ServeError, lock};
-use crate::runtime::docker::{DockerHost, Egress, SandboxConfig, SandboxUser, labels};
 
 /// Wait after a failed warm-sandbox creation before the next attempt.
 const POOL_RETRY: Duration = Duration::from_secs(5);
-
-/// One of the service's sandbox containers, as the service reaches it (waiting in a pool or
-/// claimed).
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct SandboxContainer {
-    /// The container's id.
-    pub(super) id: String,
-    /// sandboxd's URL from this host (published port on loopback).
-    pub(super) local_url: String,
-    /// The port published for sandboxd.
-    pub(super) port: u16,
-    /// Its app ports: container port → published host port.
-    pub(super) app_ports: BTreeMap<u16, u16>,
-    /// The sandbox image it runs.
-    pub(super) image: String,
-}
-
-/// A pre-started sandbox waiting in a pool.
-#[derive(Debug, Clone)]
-pub(super) struct Warm {
-    pub(super) runtime_id: String,
-    pub(super) container: SandboxContainer,
-    /// The key its `POST /configure` wants.
-    pub(super) configure_key: String,
-}
-
-/// What a sandbox is made with beyond its image: the user it runs as, whether it may sudo, and
-/// where it may connect (the egress policy is part of its network, made with the container).
-/// Warm sandboxes are made with the service's default ([`Profile::pooled`]); a caller whose
-/// profile differs gets a new container.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Profile {
-    pub(super) user: SandboxUser,
-    pub(super) sudo: bool,
-    pub(super) egress: Egress,
-}
-
-impl Profile {
-    /// The profile of the service's warm sandboxes.
-    pub(super) fn pooled(config: &ServeConfig) -> Profile {
-        Profile {
-            user: SandboxUser::default(),
-            sudo: config.sandbox.sudo,
-            egress: config.sandbox.egress.clone(),
-        }
-    }
-
-    /// The [`labels::SERVE_PROFILE`] of a sandbox made with this profile by `config`'s service:
-    /// a restarted service adopts only warm sandboxes with its own.
-    pub(super) fn label(&self, config: &ServeConfig) -> String {
-        format!(
-            "user={};sudo={};app-ports={};egress={}",
-            self.user, self.sudo, config.sandbox.app_ports, self.egress
-        )
-    }
-}
 
 /// The ready sandboxes per sandbox image tag, and how many to keep of each.
 #[derive(Debug)]
@@ -153,7 +97,7 @@ impl WarmPools {
     /// [`Self::wake_filler`]; after a failed creation, again after [`POOL_RETRY`].
     pub(super) async fn fill(
         &self,
-        docker: &DockerHost,
+        backend: &dyn Backend,
         config: &ServeConfig,
         mut stop: watch::Receiver<bool>,
     ) {
@@ -161,7 +105,7 @@ impl WarmPools {
             let mut failed = false;
             for tag in self.targets.keys() {
                 while self.is_short(tag) && !*stop.borrow() {
-                    match create_warm(docker, config, tag, Profile::pooled(config)).await {
+                    match create_warm(backend, config, tag, &Profile::pooled(config)).await {
                         Ok(warm) => self.push(tag, warm),
                         Err(e) => {
                             tracing::warn!(%tag, error = %e, "cannot create a warm sandbox");
@@ -189,47 +133,21 @@ impl WarmPools {
 
 /// Creates one pre-started sandbox of `tag` with the service's base limits and `profile`.
 pub(super) async fn create_warm(
-    docker: &DockerHost,
+    backend: &dyn Backend,
     config: &ServeConfig,
     tag: &str,
-    profile: Profile,
+    profile: &Profile,
 ) -> Result<Warm, ServeError> {
     let runtime_id = format!(
         "rt-{}",
         random_hex(8).map_err(|e| ServeError::Internal(e.to_string()))?
     );
-    let sandbox_config = SandboxConfig {
-        image: tag.to_string(),
-        plugins: Vec::new(),
-        limits: config.limits.clone(),
-        publish_address: config.publish_address.clone(),
-        await_configuration: true,
-        user: Some(profile.user),
-        sudo: profile.sudo,
-        egress: profile.egress.clone(),
-        name: Some(runtime_id.clone()),
-        labels: BTreeMap::from([
-            (labels::SERVE_NAME.to_string(), config.name.clone()),
-            (labels::SERVE_RUNTIME_ID.to_string(), runtime_id.clone()),
-            (labels::SERVE_PROFILE.to_string(), profile.label(config)),
-        ]),
-        ..config.sandbox.clone()
+    let spec = Spec {
+        runtime_id: &runtime_id,
+        tag,
+        profile,
     };
-    let sandbox = docker.up(&sandbox_config, None).await?;
-    let port = port_of(&sandbox.url).ok_or_else(|| {
-        ServeError::Internal(format!("sandbox {} has no published port", sandbox.name))
-    })?;
-    Ok(Warm {
-        runtime_id,
-        container: SandboxContainer {
-            id: sandbox.id,
-            local_url: sandbox.url,
-            port,
-            app_ports: sandbox.app_ports,
-            image: tag.to_string(),
-        },
-        configure_key: sandbox.session_api_key,
-    })
+    backend.create(config, spec).await
 }
 
 /// Sends a waiting sandboxd its configuration, through `http`; returns once sandboxd took it
@@ -243,11 +161,6 @@ pub(super) async fn send_configuration(
     SandboxClient::with_http_client(local_url, Some(configure_key.to_string()), http.clone())?
         .configure(configure)
         .await
-}
-
-/// The port of `http://host:PORT`.
-pub(super) fn port_of(url: &str) -> Option<u16> {
-    url.rsplit(':').next()?.trim_end_matches('/').parse().ok()
 }
 
 #[cfg(test)]

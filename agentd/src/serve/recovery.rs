@@ -6,14 +6,13 @@
 
 use std::collections::HashMap;
 
-use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum};
 use protocol::api::ConfigureRequest;
 
-use super::pool::{Profile, SandboxContainer, Warm, WarmPools, port_of, send_configuration};
+use super::backend::{Backend, Found, Profile, SandboxContainer, SandboxState, Warm};
+use super::pool::{WarmPools, send_configuration};
 use super::store::{Claim, ClaimStore};
 use super::table::Entry;
 use super::{ServeConfig, ServeError};
-use crate::runtime::docker::{DockerHost, app_ports_of, label, labels, state_of, url_of};
 
 /// What becomes of one container found at start.
 #[derive(Debug)]
@@ -41,42 +40,27 @@ struct Reclaimed {
     configure_key: Option<String>,
 }
 
-/// Decides the fate of an inspected container and its claim.
-fn fate(inspect: &ContainerInspectResponse, claim: Option<Claim>) -> Fate {
-    let state = state_of(inspect);
-    let local_url = url_of(inspect);
-    let port = local_url.as_deref().and_then(port_of);
-    let (Some(local_url), Some(port)) = (local_url, port) else {
+/// Decides the fate of a sandbox found in the engine and its claim.
+fn fate(found: &Found, claim: Option<Claim>) -> Fate {
+    let Some(container) = found.container.clone() else {
         return Fate::Remove { claim };
     };
-    let running = state == Some(ContainerStateStatusEnum::RUNNING);
-    let paused = state == Some(ContainerStateStatusEnum::PAUSED);
-    let container = SandboxContainer {
-        id: inspect.id.clone().unwrap_or_default(),
-        local_url,
-        port,
-        app_ports: app_ports_of(inspect),
-        image: inspect
-            .config
-            .as_ref()
-            .and_then(|c| c.image.clone())
-            .unwrap_or_default(),
-    };
+    let running = found.state == SandboxState::Running;
+    let paused = found.state == SandboxState::Paused;
+    let configure_key = found.configure_key.clone().filter(|_| running);
     match claim {
         Some(claim) if running || paused => Fate::Reclaim(Reclaimed {
             claim,
             container,
             paused,
-            configure_key: configure_key(inspect).filter(|_| running),
+            configure_key,
         }),
         Some(claim) => Fate::Remove { claim: Some(claim) },
-        None => match configure_key(inspect).filter(|_| running) {
+        None => match configure_key {
             Some(configure_key) => Fate::Pool {
                 tag: container.image.clone(),
                 warm: Warm {
-                    runtime_id: label(inspect, labels::SERVE_RUNTIME_ID)
-                        .unwrap_or_default()
-                        .to_string(),
+                    runtime_id: found.runtime_id.clone(),
                     container,
                     configure_key,
                 },
@@ -86,24 +70,10 @@ fn fate(inspect: &ContainerInspectResponse, claim: Option<Claim>) -> Fate {
     }
 }
 
-/// The key a waiting sandboxd takes its configuration with (in its container's environment).
-fn configure_key(inspect: &ContainerInspectResponse) -> Option<String> {
-    inspect
-        .config
-        .as_ref()?
-        .env
-        .as_ref()?
-        .iter()
-        .find_map(|kv| {
-            kv.strip_prefix("SANDBOXD_CONFIGURE_KEY=")
-                .map(str::to_string)
-        })
-}
-
 /// Rebuilds the pools and returns the table's entries from the containers labelled with this
 /// service's name and the claims in `store`; removes what cannot be recovered.
 pub(super) async fn recover(
-    docker: &DockerHost,
+    backend: &dyn Backend,
     store: &ClaimStore,
     config: &ServeConfig,
     pools: &WarmPools,
@@ -113,23 +83,20 @@ pub(super) async fn recover(
         .into_iter()
         .map(|c| (c.runtime_id.clone(), c))
         .collect();
-    let containers = docker
-        .inspect_labelled(labels::SERVE_NAME, &config.name)
-        .await?;
+    let sandboxes = backend.find(&config.name).await?;
     let mut entries = Vec::new();
     let mut warm = 0;
     let pooled = Profile::pooled(config).label(config);
-    for inspect in containers {
-        let runtime_id = label(&inspect, labels::SERVE_RUNTIME_ID).unwrap_or_default();
-        let kept = match fate(&inspect, claims.remove(runtime_id)) {
-            Fate::Reclaim(found) => {
-                entries.push(reclaim(store, config, found).await?);
+    for found in sandboxes {
+        let kept = match fate(&found, claims.remove(&found.runtime_id)) {
+            Fate::Reclaim(reclaimed) => {
+                entries.push(reclaim(store, config, reclaimed).await?);
                 true
             }
-            Fate::Pool { tag, warm: found } => {
+            Fate::Pool { tag, warm: ready } => {
                 // One made under another policy (sudo, app ports) is not handed out.
-                let same_policy = label(&inspect, labels::SERVE_PROFILE) == Some(pooled.as_str());
-                let adopted = same_policy && pools.adopt(tag, found);
+                let same_policy = found.profile.as_deref() == Some(pooled.as_str());
+                let adopted = same_policy && pools.adopt(tag, ready);
                 warm += usize::from(adopted);
                 adopted
             }
@@ -141,7 +108,7 @@ pub(super) async fn recover(
             }
         };
         if !kept {
-            remove_left_behind(docker, &inspect, runtime_id).await;
+            remove_left_behind(backend, &found).await;
         }
     }
     for runtime_id in claims.keys() {
@@ -199,19 +166,11 @@ async fn finish_configuration(
     }
 }
 
-/// Removes a container recovery has no use for (best effort).
-async fn remove_left_behind(
-    docker: &DockerHost,
-    inspect: &ContainerInspectResponse,
-    runtime_id: &str,
-) {
-    let status = state_of(inspect)
-        .as_ref()
-        .map_or("", AsRef::as_ref)
-        .to_string();
-    tracing::info!(%runtime_id, %status, "removing a sandbox left behind");
-    let id = inspect.id.as_deref().unwrap_or_default();
-    if let Err(e) = docker.down(id).await {
+/// Removes a sandbox recovery has no use for (best effort).
+async fn remove_left_behind(backend: &dyn Backend, found: &Found) {
+    let (runtime_id, state) = (&found.runtime_id, found.state);
+    tracing::info!(%runtime_id, ?state, "removing a sandbox left behind");
+    if let Err(e) = backend.remove(&found.id).await {
         tracing::warn!(%runtime_id, error = %e, "cannot remove a sandbox left behind");
     }
 }

@@ -54,6 +54,7 @@ pub(crate) fn router(service: Arc<SandboxService>, max_body: usize) -> Router {
     Router::new()
         .route("/alive", get(alive))
         .merge(protected)
+        .merge(super::front_door::router())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(tower::limit::ConcurrencyLimitLayer::new(
@@ -62,7 +63,8 @@ pub(crate) fn router(service: Arc<SandboxService>, max_body: usize) -> Router {
         .with_state(service)
 }
 
-fn detail(status: StatusCode, text: impl Into<String>) -> Response {
+/// An error answer: `{"detail": text}` with `status` (both of agentd's servers answer so).
+pub(crate) fn detail(status: StatusCode, text: impl Into<String>) -> Response {
     let body = ErrorResponse {
         detail: text.into(),
         errors: None,

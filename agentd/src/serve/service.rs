@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::models::ContainerStateStatusEnum;
 use client::SandboxClient;
 use protocol::api::ConfigureRequest;
 use protocol::runtime_api::{
@@ -26,14 +25,15 @@ use sandbox_common::random_hex;
 use tokio::sync::watch;
 
 use super::auth::{self, ApiKeys, Caller};
+use super::backend::{Backend, Profile, SandboxState, Warm};
 use super::builds::{self, BuildRequest, Builds};
 use super::capacity::HostCapacity;
 use super::images::SandboxImages;
-use super::pool::{self, Profile, Warm, WarmPools, send_configuration};
+use super::pool::{self, WarmPools, send_configuration};
 use super::store::{Claim, ClaimStore};
 use super::table::{Begin, Entry, Table};
 use super::{ServeConfig, ServeError, command, reaper, recovery};
-use crate::runtime::docker::{DockerError, DockerHost, Egress, UserError, image};
+use crate::runtime::docker::{Egress, UserError, image};
 
 /// Largest `resource_factor` accepted.
 const MAX_RESOURCE_FACTOR: f64 = 16.0;
@@ -44,7 +44,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub(crate) struct SandboxService {
     config: ServeConfig,
-    docker: DockerHost,
+    /// The engine the sandboxes run on.
+    backend: Box<dyn Backend>,
     keys: ApiKeys,
     store: ClaimStore,
     table: Table,
@@ -58,6 +59,9 @@ pub(crate) struct SandboxService {
     /// One HTTP client for every readiness probe and configuration (a client per call costs
     /// milliseconds).
     probe: reqwest::Client,
+    /// The front door's client of the sandboxes.
+    front: reqwest::Client,
+
     /// What the host can give one sandbox (checked against each `resource_factor`).
     capacity: HostCapacity,
 }
@@ -102,27 +106,27 @@ impl SandboxService {
             .iter()
             .map(|(k, egress)| (auth::caller_of(k), egress.clone()))
             .collect();
-        let docker = DockerHost::connect()?;
-        let capacity = HostCapacity::of(docker.docker()).await?;
+        let backend = super::backend::connect(&config).await?;
+        tracing::info!(backend = backend.kind(), "sandboxes run on this backend");
+        let engine = backend.engine();
+        let capacity = HostCapacity::of(engine).await?;
         let store = ClaimStore::open(&config.state_dir)?;
         let images = SandboxImages::new(&config);
         let mut targets = BTreeMap::new();
-        let tag = images
-            .sandbox_image(docker.docker(), &config.default_image)
-            .await?;
+        let tag = images.sandbox_image(engine, &config.default_image).await?;
         targets.insert(tag, config.pool_size);
         for (image, size) in &config.pools {
-            let tag = images.sandbox_image(docker.docker(), image).await?;
+            let tag = images.sandbox_image(engine, image).await?;
             *targets.entry(tag).or_default() += size;
         }
         let pools = WarmPools::new(targets);
         let table = Table::default();
-        for entry in recovery::recover(&docker, &store, &config, &pools).await? {
+        for entry in recovery::recover(&*backend, &store, &config, &pools).await? {
             table.insert(entry);
         }
         Ok(SandboxService {
             config,
-            docker,
+            backend,
             keys,
             store,
             table,
@@ -135,8 +139,20 @@ impl SandboxService {
                 .no_proxy()
                 .build()
                 .map_err(|e| ServeError::Internal(format!("cannot make an HTTP client: {e}")))?,
+            front: super::front_door::client()
+                .map_err(|e| ServeError::Internal(format!("cannot make an HTTP client: {e}")))?,
             capacity,
         })
+    }
+
+    /// Sandbox `runtime_id`, for the front door (whoever owns it).
+    pub(super) fn front(&self, runtime_id: &str) -> Option<Entry> {
+        self.table.get(runtime_id)
+    }
+
+    /// The front door's HTTP client.
+    pub(super) fn front_client(&self) -> &reqwest::Client {
+        &self.front
     }
 
     /// The largest `POST /build` body.
@@ -161,7 +177,7 @@ impl SandboxService {
         &self,
         image: &str,
     ) -> Result<ImageExistsResponse, ServeError> {
-        let info = self.images.local_info(self.docker.docker(), image).await?;
+        let info = self.images.local_info(self.backend.engine(), image).await?;
         Ok(ImageExistsResponse {
             exists: info.is_some(),
             image: info,
@@ -182,7 +198,7 @@ impl SandboxService {
 
     async fn run_build(&self, request: &BuildRequest) -> Result<(), String> {
         let base = builds::base_image(&request.context)?;
-        let docker = self.docker.docker();
+        let docker = self.backend.engine();
         let local = match self.images.local_info(docker, &base).await {
             Ok(Some(_)) => self.images.configured_or_itself(&base),
             Ok(None) => {
@@ -263,7 +279,7 @@ impl SandboxService {
         };
         let tag = self
             .images
-            .for_caller(self.docker.docker(), &request.image)
+            .for_caller(self.backend.engine(), &request.image)
             .await?;
         // Warm sandboxes have the service's profile (the image's sandbox user, the service's
         // sudo policy); another profile gets a new container.
@@ -279,7 +295,7 @@ impl SandboxService {
             Some(warm) => warm,
             None => {
                 tracing::info!(%tag, %user, sudo = profile.sudo, "no warm sandbox: creating one");
-                pool::create_warm(&self.docker, &self.config, &tag, profile).await?
+                pool::create_warm(&*self.backend, &self.config, &tag, &profile).await?
             }
         };
         self.pools.wake_filler();
@@ -291,7 +307,7 @@ impl SandboxService {
                 Ok(response)
             }
             Err(e) => {
-                if let Err(down) = self.docker.down(&warm.container.id).await {
+                if let Err(down) = self.backend.remove(&warm.container.id).await {
                     tracing::warn!(runtime_id = %warm.runtime_id, error = %down, "cannot remove a sandbox that failed to start");
                 }
                 let _ = self.store.remove(&warm.runtime_id);
@@ -310,7 +326,7 @@ impl SandboxService {
     ) -> Result<Entry, ServeError> {
         if request.resource_factor != 1.0 {
             let limits = self.config.limits.scaled(request.resource_factor);
-            self.docker
+            self.backend
                 .update_limits(&warm.container.id, &limits)
                 .await?;
         }
@@ -392,7 +408,7 @@ impl SandboxService {
                 PodStatus::Ready
             };
         }
-        match self.docker.get_state(&entry.container.id).await {
+        match self.backend.state(&entry.container.id).await {
             Ok(state) => unanswered_pod_status(state),
             Err(e) => {
                 tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
@@ -404,7 +420,7 @@ impl SandboxService {
     /// Whether the sandbox's container is no more, or no longer running (nor paused). A
     /// failed inspection says nothing: not gone.
     async fn gone(&self, entry: &Entry) -> bool {
-        match self.docker.get_state(&entry.container.id).await {
+        match self.backend.state(&entry.container.id).await {
             Ok(state) => is_gone(state),
             Err(e) => {
                 tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
@@ -481,12 +497,9 @@ impl SandboxService {
     async fn remove(&self, entry: &Entry) -> Result<(), ServeError> {
         if entry.paused {
             // A paused container cannot be killed; thaw it first.
-            let _ = self.docker.unpause(&entry.container.id).await;
+            let _ = self.backend.unpause(&entry.container.id).await;
         }
-        match self.docker.down(&entry.container.id).await {
-            Ok(()) | Err(DockerError::NoSuchSandbox(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
+        self.backend.remove(&entry.container.id).await?;
         self.store.remove(&entry.claim.runtime_id)?;
         Ok(())
     }
@@ -500,7 +513,7 @@ impl SandboxService {
     ) -> Result<RuntimeStateResponse, ServeError> {
         let entry = self.entry(owner, runtime_id)?;
         if !entry.paused {
-            self.docker.pause(&entry.container.id).await?;
+            self.backend.pause(&entry.container.id).await?;
             self.table.set_paused(runtime_id, true);
         }
         Ok(RuntimeStateResponse {
@@ -517,7 +530,7 @@ impl SandboxService {
     ) -> Result<RuntimeStateResponse, ServeError> {
         let entry = self.entry(owner, runtime_id)?;
         if entry.paused {
-            self.docker.unpause(&entry.container.id).await?;
+            self.backend.unpause(&entry.container.id).await?;
             self.table.set_paused(runtime_id, false);
         }
         Ok(RuntimeStateResponse {
@@ -532,7 +545,7 @@ impl SandboxService {
         let drained = self.pools.drain();
         let removals = drained
             .iter()
-            .map(|warm| self.docker.down(&warm.container.id));
+            .map(|warm| self.backend.remove(&warm.container.id));
         for (warm, result) in drained
             .iter()
             .zip(futures_util::future::join_all(removals).await)
@@ -547,7 +560,7 @@ impl SandboxService {
     /// Keeps every warm pool at its size until `stop` turns true: one sandbox at a time, woken
     /// by each `/start` that took one.
     pub(crate) async fn fill_pools(self: Arc<Self>, stop: watch::Receiver<bool>) {
-        self.pools.fill(&self.docker, &self.config, stop).await;
+        self.pools.fill(&*self.backend, &self.config, stop).await;
     }
 
     /// Stops sandboxes whose sandboxd reports more than the idle timeout without an action,
@@ -576,20 +589,17 @@ async fn answers_alive(http: &reqwest::Client, local_url: &str) -> bool {
 
 /// The pod status of a sandbox whose sandboxd did not answer `/alive`, by its container's
 /// state: still coming up while the container runs, failed otherwise.
-fn unanswered_pod_status(state: Option<ContainerStateStatusEnum>) -> PodStatus {
+fn unanswered_pod_status(state: SandboxState) -> PodStatus {
     match state {
-        Some(ContainerStateStatusEnum::RUNNING) => PodStatus::Pending,
-        _ => PodStatus::Failed,
+        SandboxState::Running | SandboxState::Starting => PodStatus::Pending,
+        SandboxState::Paused | SandboxState::Down => PodStatus::Failed,
     }
 }
 
-/// Whether a container in `state` (`None`: no container) no longer holds a sandbox: neither
-/// running nor paused.
-fn is_gone(state: Option<ContainerStateStatusEnum>) -> bool {
-    !matches!(
-        state,
-        Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED)
-    )
+/// Whether a sandbox in `state` no longer holds a sandbox: down (a swarm task being placed
+/// is not gone).
+fn is_gone(state: SandboxState) -> bool {
+    state == SandboxState::Down
 }
 
 #[cfg(test)]

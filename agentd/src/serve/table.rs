@@ -10,7 +10,7 @@ use protocol::runtime_api::{
 };
 
 use super::auth::Caller;
-use super::pool::SandboxContainer;
+use super::backend::SandboxContainer;
 use super::store::Claim;
 use super::{ServeConfig, ServeError, lock};
 
@@ -37,8 +37,8 @@ impl Entry {
         config: &ServeConfig,
     ) -> Entry {
         Entry {
+            url: config.sandbox_url(&claim.runtime_id, container.port),
             claim,
-            url: config.public_url(container.port),
             work_hosts: config.work_hosts(&container.app_ports),
             container,
             paused,
@@ -123,6 +123,11 @@ impl Table {
     /// Forgets a sandbox; `None` if it was not (or no longer) in the table.
     pub(super) fn remove(&self, runtime_id: &str) -> Option<Entry> {
         lock(&self.sandboxes).by_runtime.remove(runtime_id)
+    }
+
+    /// Sandbox `runtime_id`, whoever owns it (the front door: its session key is the check).
+    pub(super) fn get(&self, runtime_id: &str) -> Option<Entry> {
+        lock(&self.sandboxes).by_runtime.get(runtime_id).cloned()
     }
 
     /// `owner`'s sandbox `runtime_id` (another owner's is not found).

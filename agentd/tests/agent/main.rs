@@ -172,6 +172,7 @@ fn prompted_call(thought: &str, name: &str, params: &[(&str, &str)]) -> Reply {
 /// No trailing newline: prompted mode strips parameter values, as the reference does.
 const PROGRAM: &str = "print('hello from the agent')";
 
+mod browsing;
 mod confirmation;
 mod delegation;
 mod interactive;

@@ -8,6 +8,7 @@
     reason = "tests fail loudly and report timings"
 )]
 
+mod browser;
 mod common;
 mod image;
 mod isolation;

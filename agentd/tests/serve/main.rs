@@ -9,4 +9,6 @@ mod api;
 mod cli;
 mod compat;
 mod dropin;
+mod front;
 mod restart;
+mod swarm;

@@ -27,6 +27,10 @@ fn base_urls_are_normalised() {
         ("http://host/prefix", "http://host/prefix/"),
         ("http://host/a/b/", "http://host/a/b/"),
         ("http://[::1]:9000", "http://[::1]:9000/"),
+        (
+            "https://host/sandboxes/rt-1",
+            "https://host/sandboxes/rt-1/",
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(parse_base_url(input).unwrap().as_str(), want, "{input}");
@@ -38,7 +42,6 @@ fn bad_base_urls_are_refused() {
     for input in [
         "",
         "   ",
-        "https://host",
         "ftp://host",
         "http://",
         "http://host/?x=1",
@@ -52,8 +55,8 @@ fn bad_base_urls_are_refused() {
         );
         assert!(!err.is_retryable());
     }
-    let err = SandboxClient::new("https://x", None).unwrap_err();
-    assert!(err.to_string().contains("https is not supported"), "{err}");
+    let err = SandboxClient::new("ftp://x", None).unwrap_err();
+    assert!(err.to_string().contains("use http, https"), "{err}");
 }
 
 #[test]

@@ -22,6 +22,7 @@ use super::observe::{self, CommandEnd, Current, TIMEOUT_HELP};
 use super::shell::{Shell, ShellConfig, ShellError, ShellEvent, sleep_until};
 use super::split::multiple_commands_error;
 use crate::agent_procs;
+use crate::feed::{Feed, FeedReader, Tap};
 use crate::observations;
 use crate::supervise::{Health, supervise};
 
@@ -31,6 +32,8 @@ pub(crate) struct BashShell {
     requests: mpsc::Sender<Request>,
     state: watch::Receiver<Option<PromptState>>,
     health: watch::Receiver<Health>,
+    /// The live output of the last command started.
+    live: watch::Receiver<Option<Arc<Feed>>>,
 }
 
 #[derive(Debug)]
@@ -38,6 +41,8 @@ struct Request {
     args: CmdRunArgs,
     timeout: Option<f64>,
     reply: oneshot::Sender<Observation>,
+    /// Where to hand the live output of the command this request waits on.
+    tap: Option<Tap>,
 }
 
 impl BashShell {
@@ -47,6 +52,7 @@ impl BashShell {
         let (state_tx, state) = watch::channel(shell.last_state().cloned());
         let (health_tx, health) = watch::channel(Health::Ready);
         let (requests, rx) = mpsc::channel(16);
+        let (live_tx, live) = watch::channel(None);
         let mut first = Some(shell);
         tokio::spawn(supervise("bash", rx, move |requests, failure| {
             let actor = Actor {
@@ -56,6 +62,7 @@ impl BashShell {
                 current: None,
                 state_tx: state_tx.clone(),
                 health: health_tx.clone(),
+                live: live_tx.clone(),
                 restart_note: failure.map(|why| {
                     format!(
                         "[The bash session failed ({why}) and a new one was started: {LOST_STATE}]"
@@ -68,11 +75,18 @@ impl BashShell {
             requests,
             state,
             health,
+            live,
         })
     }
 
-    /// Runs one `run` action. `timeout` is the action's hard timeout in seconds.
-    pub(crate) async fn run(&self, args: CmdRunArgs, timeout: Option<f64>) -> Observation {
+    /// Runs one `run` action. `timeout` is the action's hard timeout in seconds; `tap` gets the
+    /// live output of the command the action waits on, from where it is when the wait begins.
+    pub(crate) async fn run(
+        &self,
+        args: CmdRunArgs,
+        timeout: Option<f64>,
+        tap: Option<Tap>,
+    ) -> Observation {
         let (reply, rx) = oneshot::channel();
         let hidden = args.hidden;
         let command = args.command.trim().to_owned();
@@ -80,6 +94,7 @@ impl BashShell {
             args,
             timeout,
             reply,
+            tap,
         };
         if self.requests.send(request).await.is_err() {
             return failed_run(&command, hidden, "ERROR: the bash session has ended.");
@@ -91,6 +106,19 @@ impl BashShell {
                 "ERROR: the bash session failed while handling this command; a new session is started for the next command.",
             )
         })
+    }
+
+    /// A reader of the running command's output from the oldest line kept; `None` when no
+    /// command runs.
+    pub(crate) fn attach(&self) -> Option<FeedReader> {
+        let live = self.live.borrow();
+        let feed = live.as_ref().filter(|f| !f.is_closed())?;
+        Some(feed.reader(0))
+    }
+
+    /// Whether a command runs.
+    pub(crate) fn is_running(&self) -> bool {
+        self.live.borrow().as_ref().is_some_and(|f| !f.is_closed())
     }
 
     /// The shell's working directory after its last command.
@@ -138,6 +166,7 @@ struct Actor {
     current: Option<Current>,
     state_tx: watch::Sender<Option<PromptState>>,
     health: watch::Sender<Health>,
+    live: watch::Sender<Option<Arc<Feed>>>,
     /// Why the last shell is gone, said in the prefix of the observation that starts the next.
     restart_note: Option<String>,
 }
@@ -163,7 +192,9 @@ impl Actor {
             for event in ready {
                 self.on_shell_event(event).await;
             }
-            let obs = self.handle(request.args, request.timeout).await;
+            let obs = self
+                .handle(request.args, request.timeout, request.tap)
+                .await;
             let _ = request.reply.send(obs);
         }
         // Dropping the shell kills its session.
@@ -263,7 +294,12 @@ impl Actor {
         }
     }
 
-    async fn handle(&mut self, args: CmdRunArgs, timeout: Option<f64>) -> Observation {
+    async fn handle(
+        &mut self,
+        args: CmdRunArgs,
+        timeout: Option<f64>,
+        tap: Option<Tap>,
+    ) -> Observation {
         let command = args.command.trim().to_owned();
         let hidden = args.hidden;
         let running = self.current.as_ref().is_some_and(Current::is_running);
@@ -357,6 +393,21 @@ impl Actor {
         } else if !command.is_empty() {
             self.current = Some(Current::new(&self.config));
             shell.run(args.command.trim_end_matches(['\n', '\r']));
+        }
+        if let Some(cur) = &self.current {
+            // Published for attaching clients; handed to this request's stream.
+            let live = cur.output.live();
+            if !self
+                .live
+                .borrow()
+                .as_ref()
+                .is_some_and(|f| Arc::ptr_eq(f, live))
+            {
+                self.live.send_replace(Some(live.clone()));
+            }
+            if let Some(tap) = tap {
+                let _ = tap.send(live.reader(live.end()));
+            }
         }
 
         // 5. Wait.

@@ -3,9 +3,11 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::render::Screen;
 use super::spool::{Spool, SpoolBudget};
+use crate::feed::{Feed, OUTPUT_CAPACITY};
 
 /// Lines kept for an observation, as the reference's tmux history (10 000 + a visible margin).
 const MAX_LINES: usize = 10_013;
@@ -23,6 +25,8 @@ pub(crate) struct CommandOutput {
     /// The unfinished line as it was shown in the previous observation.
     shown_partial: String,
     spool: Spool,
+    /// The rendered lines as they complete, for streams and attached clients.
+    live: Arc<Feed>,
 }
 
 impl CommandOutput {
@@ -35,6 +39,7 @@ impl CommandOutput {
             overflowed: false,
             shown_partial: String::new(),
             spool: Spool::create(spool_path, budget),
+            live: Feed::new(OUTPUT_CAPACITY),
         }
     }
 
@@ -46,6 +51,11 @@ impl CommandOutput {
     /// Why the file at [`Self::spool_path`] does not hold the whole output, if it does not.
     pub(crate) fn spool_lost(&self) -> Option<&str> {
         self.spool.lost()
+    }
+
+    /// The command's live output: its rendered lines as they complete, closed when it ends.
+    pub(crate) fn live(&self) -> &Arc<Feed> {
+        &self.live
     }
 
     /// Adds raw terminal bytes.
@@ -65,10 +75,12 @@ impl CommandOutput {
             }
         }
         self.spool.close();
+        self.live.close();
     }
 
     fn push_line(&mut self, line: String) {
         self.spool.write_line(&line);
+        self.live.push(format!("{line}\n").as_bytes());
         self.window_chars += line.len();
         self.window.push_back(line);
         while self.window.len() > MAX_LINES || self.window_chars > MAX_WINDOW_CHARS {

@@ -291,7 +291,7 @@ fn set_mode(slave: &File, mode: Mode) -> nix::Result<()> {
 }
 
 /// SIGKILLs every process whose session id is `sid`, then the group, then the leader.
-fn kill_session(sid: i32) {
+pub(crate) fn kill_session(sid: i32) {
     for pid in session_members(sid) {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }

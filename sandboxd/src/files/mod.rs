@@ -10,6 +10,7 @@ mod denied;
 mod difflib;
 mod editor;
 mod encoding;
+mod hash;
 mod listing;
 mod pycompat;
 mod read_write;
@@ -24,6 +25,8 @@ use protocol::action::{FileReadArgs, FileReadSource, FileWriteArgs};
 use crate::observations;
 
 pub(crate) use editor::Editor;
+pub(crate) use hash::{content_hash, parse_expected};
+pub(crate) use read_write::resolve;
 
 /// Where file actions resolve paths and whom new files belong to.
 #[derive(Debug, Clone, Copy)]

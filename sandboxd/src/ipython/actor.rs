@@ -15,6 +15,7 @@ use super::cell::{self, CellOutput};
 use super::kernel::{self, Finish, Kernel, KernelSpec};
 use super::{CellRequest, IPythonConfig, KernelError, Request, START_TIMEOUT};
 use crate::bash::python_float;
+use crate::feed::{Feed, OUTPUT_CAPACITY};
 use crate::observations;
 
 /// How long an interrupted cell gets to stop before the next SIGINT; after
@@ -195,11 +196,21 @@ impl KernelActor {
     /// Runs one cell. Returns its observation and, when it timed out, the request to settle
     /// after answering.
     async fn run(&mut self, cell: CellRequest) -> (Observation, Option<String>) {
-        let CellRequest { args, timeout, cwd } = cell;
+        let CellRequest {
+            args,
+            timeout,
+            cwd,
+            tap,
+        } = cell;
         // The timeout counts from the first try to run the cell, not from the kernel's start.
         let mut deadline: Option<Option<Instant>> = None;
         let cwd_text = cwd.to_string_lossy().into_owned();
         let mut out = CellOutput::default();
+        if let Some(tap) = tap {
+            let live = Feed::new(OUTPUT_CAPACITY);
+            let _ = tap.send(live.reader(0));
+            out.live = Some(live);
+        }
         let mut retried = false;
         let (id, finish) = loop {
             if let Err(e) = self.ensure(&cwd).await {
@@ -237,6 +248,9 @@ impl KernelActor {
                 finish => break (id, finish),
             }
         };
+        if let Some(live) = &out.live {
+            live.close();
+        }
         let note = self.lost.take();
         let mut unfinished = None;
         let (text, images) = match finish {

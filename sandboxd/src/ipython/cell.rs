@@ -22,6 +22,8 @@ pub(crate) struct CellOutput {
     errored: bool,
     /// Content of the `execute_reply`, once it arrived.
     pub(crate) reply: Option<Value>,
+    /// Where the cell's text goes as it arrives (for a streaming request).
+    pub(crate) live: Option<std::sync::Arc<crate::feed::Feed>>,
 }
 
 impl CellOutput {
@@ -71,6 +73,9 @@ impl CellOutput {
                 MAX_TEXT_BYTES / (1024 * 1024)
             ));
             return;
+        }
+        if let Some(live) = &self.live {
+            live.push(strip_sgr(&text).as_bytes());
         }
         self.bytes += text.len();
         self.texts.push(text);

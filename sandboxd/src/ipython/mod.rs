@@ -90,6 +90,8 @@ struct CellRequest {
     timeout: Option<f64>,
     /// The shell's working directory when the action arrived.
     cwd: PathBuf,
+    /// Where to hand the cell's live output.
+    tap: Option<crate::feed::Tap>,
 }
 
 #[derive(Debug)]
@@ -142,10 +144,16 @@ impl IPython {
         args: IPythonRunCellArgs,
         timeout: Option<f64>,
         cwd: PathBuf,
+        tap: Option<crate::feed::Tap>,
     ) -> Observation {
         let (reply, answer) = oneshot::channel();
         let request = Request::Run {
-            cell: CellRequest { args, timeout, cwd },
+            cell: CellRequest {
+                args,
+                timeout,
+                cwd,
+                tap,
+            },
             reply,
         };
         if self.tx.send(request).await.is_err() {

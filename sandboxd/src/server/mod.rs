@@ -13,19 +13,30 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use protocol::action::ActionKind;
 use protocol::api::{
-    AliveResponse, ConfigureRequest, ErrorResponse, KillAllResponse, McpStdioServer, ServerInfo,
-    UpdateMcpServerResponse, UploadResponse,
+    AliveResponse, ConfigureRequest, CreateShellRequest, ErrorResponse, KillAllResponse,
+    McpStdioServer, ServerInfo, ShellInfo, SignalRequest, SignalResponse, UpdateMcpServerResponse,
+    UploadResponse,
 };
+use protocol::api::{IDEMPOTENCY_KEY_HEADER, IF_MATCH_HEADER};
 use protocol::{Action, ActionType};
 use serde::Deserialize;
 use serde_json::Value;
+use std::future::Future;
 
-use crate::executor::Executor;
+use crate::executor::{Conditions, Executor, Refused};
+use crate::feed::Tap;
+use crate::processes::SignalError;
+use crate::shells::ShellRefusal;
 use crate::sysinfo::{self, CpuMeter};
 use crate::transfer::{self, TransferError};
+use idempotency::{Answer, Claim, Idempotency};
 
+mod idempotency;
 mod mcp;
+mod stream;
+mod terminal;
 
 /// The OpenAPI document served at `/openapi.json`.
 const OPENAPI: &str = include_str!("../../openapi.json");
@@ -38,6 +49,8 @@ struct AppState {
     started: Instant,
     last_action: Mutex<Instant>,
     cpu: CpuMeter,
+    /// The idempotency keys seen and their answers.
+    idempotency: Arc<Idempotency>,
 }
 
 /// Limits of the HTTP layer.
@@ -58,14 +71,24 @@ pub(crate) fn router(executor: Executor, api_key: Option<String>, limits: Limits
         started: Instant::now(),
         last_action: Mutex::new(Instant::now()),
         cpu: CpuMeter::default(),
+        idempotency: Arc::default(),
     });
     let protected = Router::new()
         .route("/execute_action", post(execute_action))
+        .route("/execute_action/stream", post(stream::execute_stream))
+        .route("/shells/{id}/attach", get(stream::attach))
+        .route("/shells", get(list_shells).post(create_shell))
+        .route("/terminals", get(terminal::list).post(terminal::create))
+        .route("/terminals/{id}", axum::routing::delete(terminal::close))
+        .route("/terminals/{id}/ws", get(terminal::socket))
+        .route("/shells/{id}", axum::routing::delete(close_shell))
         .route("/list_files", post(list_files))
         .route("/download_files", get(download_files))
         .route("/vscode/connection_token", get(vscode_token))
         .route("/update_mcp_server", post(update_mcp_server))
         .route("/processes/kill_all", post(kill_all))
+        .route("/processes", get(list_processes))
+        .route("/processes/{pid}/signal", post(signal_process))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .merge(mcp::routes(&executor, limits.max_body_bytes))
         .merge(
@@ -251,6 +274,44 @@ async fn kill_all(State(state): State<Arc<AppState>>) -> axum::Json<KillAllRespo
     axum::Json(KillAllResponse { killed })
 }
 
+/// `GET /processes`: the sandbox's processes (its shells and kernel, and what the agent
+/// started), never sandboxd itself.
+async fn list_processes(State(state): State<Arc<AppState>>) -> Response {
+    let executor = state.executor.clone();
+    match tokio::task::spawn_blocking(move || executor.processes()).await {
+        Ok(list) => axum::Json(list).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "listing processes failed");
+            internal("Internal server error: listing processes failed")
+        }
+    }
+}
+
+/// `POST /processes/{pid}/signal`: sends a signal to one of the sandbox's processes, or with
+/// `tree` to it and all its descendants; answers who got it.
+async fn signal_process(
+    State(state): State<Arc<AppState>>,
+    axum::extract::Path(pid): axum::extract::Path<String>,
+    body: Bytes,
+) -> Response {
+    let Ok(pid) = pid.parse::<u32>() else {
+        return detail(
+            StatusCode::BAD_REQUEST,
+            format!("{pid:?} is not a process id"),
+        );
+    };
+    let request: SignalRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => return invalid_request(format!("bad signal request: {e}")),
+    };
+    // Inline, like kill_all: a runaway tree may hold every pid a new thread needs.
+    match state.executor.signal(pid, &request.signal, request.tree) {
+        Ok(signaled) => axum::Json(SignalResponse { signaled }).into_response(),
+        Err(e @ SignalError::UnknownSignal(_)) => detail(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e @ SignalError::NotFound(_)) => detail(StatusCode::NOT_FOUND, e.to_string()),
+    }
+}
+
 async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
@@ -330,29 +391,246 @@ fn invalid_request(errors: String) -> Response {
     (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(body)).into_response()
 }
 
-async fn execute_action(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => return invalid_request(format!("body is not valid JSON: {e}")),
-    };
-    let Value::Object(mut body) = value else {
-        return invalid_request("body must be a JSON object with an `action` member".to_owned());
-    };
-    let Some(action) = body.remove("action") else {
-        return invalid_request("field `action` is required".to_owned());
-    };
-    let action = match decode_action(action) {
-        Ok(a) => a,
-        Err(e) => return internal(format!("Internal server error: {e}")),
-    };
+/// One `/execute_action` request, decoded: the action and what the request asks beside it.
+#[derive(Debug)]
+struct ActionRequest {
+    action: Action,
+    conditions: Conditions,
+    /// `Idempotency-Key`, checked.
+    key: Option<String>,
+    /// What a repeated key must repeat: the body and the conditions.
+    fingerprint: [u8; 32],
+}
+
+impl ActionRequest {
+    /// Decodes the body and the headers; `Err` is the answer that refuses them.
+    fn decode(endpoint: &str, headers: &HeaderMap, body: &[u8]) -> Result<Self, Box<Response>> {
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| Box::new(invalid_request(format!("body is not valid JSON: {e}"))))?;
+        let Value::Object(mut map) = value else {
+            return Err(Box::new(invalid_request(
+                "body must be a JSON object with an `action` member".to_owned(),
+            )));
+        };
+        let Some(action) = map.remove("action") else {
+            return Err(Box::new(invalid_request(
+                "field `action` is required".to_owned(),
+            )));
+        };
+        let action = decode_action(action)
+            .map_err(|e| Box::new(internal(format!("Internal server error: {e}"))))?;
+        let shell = match map.remove("shell") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(id),
+            Some(_) => {
+                return Err(Box::new(invalid_request(
+                    "field `shell` must be a shell id".to_owned(),
+                )));
+            }
+        };
+        let if_match = match headers.get(IF_MATCH_HEADER) {
+            None => None,
+            Some(value) => {
+                let value = value.to_str().unwrap_or_default();
+                Some(
+                    crate::files::parse_expected(value)
+                        .map_err(|e| Box::new(detail(StatusCode::BAD_REQUEST, e)))?,
+                )
+            }
+        };
+        if if_match.is_some() && !matches!(action.kind, ActionKind::Write(_) | ActionKind::Edit(_))
+        {
+            return Err(Box::new(detail(
+                StatusCode::BAD_REQUEST,
+                "If-Match applies to `write` and `edit` actions only",
+            )));
+        }
+        let key = match headers.get(IDEMPOTENCY_KEY_HEADER) {
+            None => None,
+            Some(value) => Some(
+                idempotency::check_key(value.as_bytes())
+                    .map_err(|e| Box::new(detail(StatusCode::BAD_REQUEST, e)))?,
+            ),
+        };
+        let fingerprint = idempotency::fingerprint(
+            endpoint,
+            &[body, if_match.as_deref().unwrap_or_default().as_bytes()],
+        );
+        Ok(ActionRequest {
+            action,
+            conditions: Conditions { if_match, shell },
+            key,
+            fingerprint,
+        })
+    }
+}
+
+/// Runs `action` and makes its answer: the observation (with the file's content hash as
+/// `ETag`), or 412 when a condition failed.
+async fn answer_action(
+    state: &AppState,
+    action: Action,
+    conditions: Conditions,
+    tap: Option<Tap>,
+) -> Answer {
     if let Ok(mut last) = state.last_action.lock() {
         *last = Instant::now();
     }
-    let obs = state.executor.execute(action).await;
+    let executed = state.executor.execute_with(action, conditions, tap).await;
     if let Ok(mut last) = state.last_action.lock() {
         *last = Instant::now();
     }
-    axum::Json(obs).into_response()
+    match executed {
+        Ok(executed) => Answer {
+            status: StatusCode::OK.as_u16(),
+            etag: executed.content_hash.map(|h| format!("\"{h}\"")),
+            body: json_bytes(&executed.observation),
+        },
+        Err(refused) => Answer {
+            status: match refused {
+                Refused::Precondition(_) => StatusCode::PRECONDITION_FAILED,
+                Refused::Shell(_) => StatusCode::NOT_FOUND,
+            }
+            .as_u16(),
+            etag: None,
+            body: json_bytes(&ErrorResponse {
+                detail: refused.to_string(),
+                errors: None,
+            }),
+        },
+    }
+}
+
+fn json_bytes(value: &impl serde::Serialize) -> Bytes {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => Bytes::from(bytes),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot encode an answer");
+            Bytes::from_static(b"{\"detail\":\"cannot encode the answer\"}")
+        }
+    }
+}
+
+fn answer_response(answer: Answer) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        answer.body,
+    )
+        .into_response();
+    if let Some(etag) = answer.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
+}
+
+/// Runs `make` once for `key` (see [`idempotency`]): in a task of its own, so that it ends
+/// and is remembered even when this request's client is gone; a repeated key waits for the
+/// first answer. `Err` is the refusal of a key reused with another request (status and
+/// detail).
+async fn once<F>(
+    state: &Arc<AppState>,
+    key: Option<String>,
+    fingerprint: [u8; 32],
+    make: F,
+) -> Result<Answer, (StatusCode, String)>
+where
+    F: Future<Output = Answer> + Send + 'static,
+{
+    let Some(key) = key else {
+        return Ok(make.await);
+    };
+    match state.idempotency.claim(key, fingerprint) {
+        Claim::Mismatch => Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "this Idempotency-Key was already used with a different request".to_owned(),
+        )),
+        Claim::Replay(answer) => idempotency::wait(answer).await.ok_or_else(|| {
+            (
+                StatusCode::CONFLICT,
+                "the first request with this Idempotency-Key failed without an answer; send it again".to_owned(),
+            )
+        }),
+        Claim::Run(pending) => {
+            let task = tokio::spawn(async move {
+                let answer = make.await;
+                pending.finish(answer.clone());
+                answer
+            });
+            task.await.map_err(|e| {
+                tracing::error!(error = %e, "an action task failed");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Internal server error: the action failed unexpectedly".to_owned(),
+                )
+            })
+        }
+    }
+}
+
+async fn execute_action(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request = match ActionRequest::decode("/execute_action", &headers, &body) {
+        Ok(request) => request,
+        Err(refusal) => return *refusal,
+    };
+    let run = {
+        let state = state.clone();
+        async move { answer_action(&state, request.action, request.conditions, None).await }
+    };
+    match once(&state, request.key, request.fingerprint, run).await {
+        Ok(answer) => answer_response(answer),
+        Err((status, text)) => detail(status, text),
+    }
+}
+
+/// `GET /shells`: every shell, the default one first.
+async fn list_shells(State(state): State<Arc<AppState>>) -> axum::Json<Vec<ShellInfo>> {
+    axum::Json(state.executor.shells().list())
+}
+
+/// `POST /shells`: starts a named shell (201 with its description).
+async fn create_shell(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let request: CreateShellRequest = if body.is_empty() {
+        CreateShellRequest::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(request) => request,
+            Err(e) => return invalid_request(format!("bad shell request: {e}")),
+        }
+    };
+    match state.executor.shells().create(request).await {
+        Ok(info) => (StatusCode::CREATED, axum::Json(info)).into_response(),
+        Err(refusal) => shell_refusal(&refusal),
+    }
+}
+
+/// `DELETE /shells/{id}`: closes a named shell, killing what runs in it.
+async fn close_shell(
+    State(state): State<Arc<AppState>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    match state.executor.shells().close(&id) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(refusal) => shell_refusal(&refusal),
+    }
+}
+
+fn shell_refusal(refusal: &ShellRefusal) -> Response {
+    let status = match refusal {
+        ShellRefusal::Invalid(_) => StatusCode::BAD_REQUEST,
+        ShellRefusal::Conflict(_) => StatusCode::CONFLICT,
+        ShellRefusal::Unknown(_) => StatusCode::NOT_FOUND,
+        ShellRefusal::Start(e) => {
+            tracing::error!(error = %e, "a shell did not start");
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+    };
+    detail(status, refusal.to_string())
 }
 
 /// Runs blocking transfer work off the async threads.

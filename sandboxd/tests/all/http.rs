@@ -118,7 +118,7 @@ async fn bad_requests_get_the_reference_errors_and_the_server_survives() {
         .act(json!({"action": "run", "args": {"command": "echo ok", "future_arg": 1}, "timeout": 5, "extra_key": true}))
         .await;
     assert_eq!(content(&obs), "ok");
-    // Browser actions.
+    // Browser actions, with --no-enable-browser (as these tests start sandboxd).
     let obs = sb
         .act(json!({"action": "browse", "args": {"url": "http://example.com"}}))
         .await;

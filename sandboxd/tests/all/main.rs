@@ -5,6 +5,7 @@
 mod common;
 
 mod bash;
+mod browser;
 mod client;
 mod configure;
 mod fixtures;
@@ -13,6 +14,7 @@ mod hostile;
 mod http;
 mod ipython;
 mod lifecycle;
+mod live;
 mod mcp;
 mod transfer;
 mod unix_socket;

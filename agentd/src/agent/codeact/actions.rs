@@ -14,8 +14,8 @@
 use std::collections::HashSet;
 
 use protocol::action::{
-    CmdRunArgs, DelegateArgs, EmptyArgs, FileReadArgs, FileReadSource, FinishArgs, McpArgs,
-    MessageArgs, TaskTrackingArgs, ThinkArgs,
+    BrowseInteractiveArgs, CmdRunArgs, DelegateArgs, EmptyArgs, FileReadArgs, FileReadSource,
+    FinishArgs, McpArgs, MessageArgs, TaskTrackingArgs, ThinkArgs,
 };
 use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
@@ -23,8 +23,8 @@ use sandbox_common::{ToolAction, ToolArgs, ToolCallError, sandbox_tool_action};
 use serde_json::Value;
 
 use super::tools::{
-    DELEGATE, FINISH, GLOB, GREP, REQUEST_CONDENSATION, SECURITY_RISK, TASK_TRACKER, THINK,
-    ToolProfile, VIEW,
+    BROWSER, DELEGATE, FINISH, GLOB, GREP, REQUEST_CONDENSATION, SECURITY_RISK, TASK_TRACKER,
+    THINK, ToolProfile, VIEW,
 };
 use crate::agent::AgentError;
 use crate::security::Risk;
@@ -92,6 +92,7 @@ fn set_thought(kind: &mut ActionKind, thought: &str) {
         ActionKind::Edit(a) => &mut a.thought,
         ActionKind::Finish(a) => &mut a.thought,
         ActionKind::Mcp(a) => &mut a.thought,
+        ActionKind::BrowseInteractive(a) => &mut a.thought,
         // `think` already is a thought: the text before it goes in front.
         ActionKind::Think(a) => {
             a.thought = format!("{thought}\n{}", a.thought);
@@ -154,6 +155,20 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
             }));
             action.message = Some(message);
             Ok(action)
+        }
+        BROWSER => {
+            let mut kind = ActionKind::BrowseInteractive(BrowseInteractiveArgs {
+                browser_actions: args.required_str("code").map_err(malformed)?,
+                ..BrowseInteractiveArgs::default()
+            });
+            if let Some(risk) = args
+                .optional_str(SECURITY_RISK)
+                .map_err(malformed)?
+                .and_then(|label| Risk::from_label(&label))
+            {
+                kind.set_security_risk(risk.as_i64());
+            }
+            Ok(Action::from(kind))
         }
         DELEGATE => {
             let agent = args.required_str("agent").map_err(malformed)?;

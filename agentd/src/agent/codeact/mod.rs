@@ -264,7 +264,7 @@ fn unplayed_calls(
 }
 
 /// LLM failures: a malformed tool call is the model's to fix; anything else ends the run.
-fn llm_error(error: LlmError) -> AgentError {
+pub(crate) fn llm_error(error: LlmError) -> AgentError {
     match error {
         LlmError::ToolCallFormat(text) => AgentError::Malformed(text),
         LlmError::Failed { kind, message } => AgentError::Fatal {

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 pub(crate) const THINK: &str = "think";
 /// Ends the task.
 pub(crate) const FINISH: &str = "finish";
+/// Runs BrowserGym actions in the sandbox's browser.
+pub(crate) const BROWSER: &str = "browser";
 
 /// Searches file contents (`ReadOnlyAgent`).
 pub(crate) const GREP: &str = "grep";
@@ -33,6 +35,8 @@ pub struct ToolSet {
     pub ipython: bool,
     /// Offer `think`.
     pub think: bool,
+    /// Offer `browser` (the sandbox needs Chromium: the image from `images/browser/build.sh`).
+    pub browser: bool,
     /// Offer `delegate_to_agent` (the run can start delegates).
     pub delegate: bool,
     /// Offer `task_tracker`.
@@ -46,6 +50,7 @@ impl Default for ToolSet {
         ToolSet {
             ipython: true,
             think: true,
+            browser: false,
             delegate: false,
             task_tracker: false,
             condensation_request: false,
@@ -101,6 +106,9 @@ pub(crate) fn tools(set: ToolSet) -> Vec<Tool> {
         tools.push(delegate());
     }
     tools.push(finish());
+    if set.browser {
+        tools.push(browser());
+    }
     tools
 }
 
@@ -191,7 +199,8 @@ fn delegate() -> Tool {
         DELEGATE,
         "Hand a sub-task to another agent and get its answer back. `ReadOnlyAgent` explores and \
          answers questions about the code (view, grep, glob) and can never change anything; \
-         `DummyAgent` runs a fixed demonstration. The agent works on the same sandbox; its steps \
+         `BrowsingAgent` browses the web and answers from what it finds; `DummyAgent` runs a \
+         fixed demonstration. The agent works on the same sandbox; its steps \
          count against this task's limits.",
         json!({
             "type": "object",
@@ -280,6 +289,43 @@ fn finish() -> Tool {
                 }
             },
             "required": ["message"]
+        }),
+    )
+}
+
+/// The reference's `browser` tool (`openhands/agenthub/codeact_agent/tools/browser.py`), less
+/// its file viewer, which sandboxd does not serve.
+const BROWSER_DESCRIPTION: &str = "\
+Interact with the browser using Python code. Use it ONLY when you need to interact with a webpage.
+
+See the description of \"code\" parameter for more details.
+
+Multiple actions can be provided at once, but will be executed sequentially without any feedback from the page.
+More than 2-3 actions usually leads to failure or unexpected behavior. Example:
+fill('a12', 'example with \"quotes\"')
+click('a51')
+click('48', button='middle', modifiers=['Shift'])
+";
+
+fn browser() -> Tool {
+    let code = format!(
+        "The Python code that interacts with the browser.\n{}",
+        include_str!("browser_tool.md")
+    );
+    tool(
+        BROWSER,
+        BROWSER_DESCRIPTION,
+        json!({
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": code},
+                "security_risk": {
+                    "type": "string",
+                    "description": "The LLM's assessment of the safety risk of this action.",
+                    "enum": ["LOW", "MEDIUM", "HIGH"]
+                }
+            },
+            "required": ["code"]
         }),
     )
 }

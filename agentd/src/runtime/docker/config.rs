@@ -217,6 +217,13 @@ impl SandboxConfig {
         (0..self.app_ports.min(MAX_APP_PORTS)).map(|i| APP_PORT_BASE + i)
     }
 
+    /// The container of a sandbox whose engine makes its network and disk (a Docker Swarm
+    /// task): the same command, environment, user, capabilities, limits and tmpfs as
+    /// [`Self::container_body`] gives a container of ours, on no network of ours.
+    pub(crate) fn task_body(&self, key: &str) -> ContainerCreateBody {
+        self.container_body(key, HashMap::new(), None, None, &DiskMounts::default())
+    }
+
     /// The container body for `create_container`. `key` is the session API key, `labels` ours
     /// (managed, owner...), `socket_dir` the host directory for sandboxd's socket with
     /// [`Network::None`], `network` the sandbox's own network with [`Network::Bridge`], `disk`

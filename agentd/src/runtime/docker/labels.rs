@@ -27,6 +27,8 @@ pub(crate) const SERVE_RUNTIME_ID: &str = "dev.sandboxd.serve.runtime-id";
 /// On `agentd serve`'s warm sandboxes: the policy they were made with (sudo, app ports); a
 /// restarted service adopts only those made with its own.
 pub(crate) const SERVE_PROFILE: &str = "dev.sandboxd.serve.profile";
+/// On `agentd serve`'s swarm services: the sandbox image (the pool it belongs to).
+pub(crate) const SERVE_IMAGE: &str = "dev.sandboxd.serve.image";
 /// On every sandbox: how its disk is limited, as `agentd sandbox up` reported it.
 pub(crate) const DISK_LIMIT: &str = "dev.sandboxd.disk-limit";
 /// On the short-lived containers made to probe the engine or copy an image's content (never

@@ -14,3 +14,10 @@ fn only_configured_keys_pass_and_each_key_is_its_own_owner() {
     assert!(!one.as_str().contains("one"));
     assert!(ApiKeys::new([""]).is_empty());
 }
+
+#[test]
+fn a_session_key_is_the_same_key_only_when_equal() {
+    assert!(same_key(b"abc", "abc"));
+    assert!(!same_key(b"abd", "abc"));
+    assert!(!same_key(b"", "abc"));
+}

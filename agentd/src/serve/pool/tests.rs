@@ -1,6 +1,7 @@
 //! Unit tests of `serve/pool.rs`.
 
 use super::*;
+use crate::serve::backend::SandboxContainer;
 
 fn warm(runtime_id: &str) -> Warm {
     Warm {
@@ -77,11 +78,4 @@ fn recovery_adopts_only_what_a_pool_is_short_of() {
         pools.sizes(),
         BTreeMap::from([("gone".to_string(), 0), ("img".to_string(), 1)])
     );
-}
-
-#[test]
-fn the_port_is_the_urls_last_part() {
-    assert_eq!(port_of("http://127.0.0.1:32768"), Some(32768));
-    assert_eq!(port_of("http://127.0.0.1:32768/"), Some(32768));
-    assert_eq!(port_of("unix:/run/agentd/x/sandboxd.sock"), None);
 }

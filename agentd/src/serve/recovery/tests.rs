@@ -5,9 +5,17 @@ use bollard::models::{ContainerConfig, ContainerState, NetworkSettings, PortBind
 
 use super::*;
 use crate::runtime::docker::config::SANDBOXD_PORT;
+use crate::runtime::docker::labels;
+use crate::serve::backend::docker::found;
+use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum};
 
-/// A container as the engine describes it: `port` published, `key` in its environment.
-fn container(
+/// A container as the engine describes it (`port` published, `key` in its environment), as
+/// the docker backend finds it.
+fn container(state: ContainerStateStatusEnum, port: Option<&str>, key: Option<&str>) -> Found {
+    found(&inspected(state, port, key))
+}
+
+fn inspected(
     state: ContainerStateStatusEnum,
     port: Option<&str>,
     key: Option<&str>,
@@ -89,11 +97,11 @@ fn a_claimed_paused_sandbox_is_reclaimed_paused_and_cannot_be_configured() {
 
 #[test]
 fn a_claimed_sandbox_that_stopped_or_has_no_port_is_removed_with_its_claim() {
-    for inspect in [
+    for found in [
         container(EXITED, Some("32768"), Some("ck")),
         container(RUNNING, None, Some("ck")),
     ] {
-        match fate(&inspect, Some(claim())) {
+        match fate(&found, Some(claim())) {
             Fate::Remove { claim: Some(c) } => assert_eq!(c, claim()),
             other => panic!("{other:?}"),
         }
@@ -121,15 +129,15 @@ fn an_unclaimed_running_sandbox_is_offered_to_its_images_pool() {
 
 #[test]
 fn an_unclaimed_sandbox_that_cannot_serve_a_pool_is_removed() {
-    for inspect in [
+    for found in [
         container(PAUSED, Some("32768"), Some("ck")),
         container(EXITED, Some("32768"), Some("ck")),
         container(RUNNING, None, Some("ck")),
         container(RUNNING, Some("32768"), None),
     ] {
         assert!(
-            matches!(fate(&inspect, None), Fate::Remove { claim: None }),
-            "{inspect:?}"
+            matches!(fate(&found, None), Fate::Remove { claim: None }),
+            "{found:?}"
         );
     }
 }

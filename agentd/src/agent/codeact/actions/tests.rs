@@ -254,6 +254,32 @@ fn a_call_of_an_mcp_tool_is_a_call_tool_mcp_action_with_the_reference_s_message(
 }
 
 #[test]
+fn a_browser_call_is_browse_interactive() {
+    let message = answer(
+        Some("Let me look."),
+        vec![call(
+            "c1",
+            BROWSER,
+            json!({"code": "goto('http://localhost:8000')", "security_risk": "LOW"}),
+        )],
+    );
+    let actions = response_to_actions(
+        &message,
+        &json!({}),
+        None,
+        &HashSet::new(),
+        ToolProfile::CodeAct,
+    )
+    .unwrap();
+    let ActionKind::BrowseInteractive(args) = &actions[0].kind else {
+        panic!("{:?}", actions[0].kind);
+    };
+    assert_eq!(args.browser_actions, "goto('http://localhost:8000')");
+    assert_eq!(args.thought, "Let me look.");
+    assert!(malformed_call(call("c2", BROWSER, json!({}))).contains("code"));
+}
+
+#[test]
 fn the_model_can_request_a_condensation_and_plan_its_tasks() {
     let message = answer(
         None,

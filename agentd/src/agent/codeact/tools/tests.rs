@@ -13,6 +13,7 @@ fn ipython_and_think_can_be_left_out() {
     let names: Vec<String> = tools(ToolSet {
         ipython: false,
         think: false,
+        browser: false,
         delegate: false,
         task_tracker: false,
         condensation_request: false,
@@ -37,4 +38,25 @@ fn every_required_parameter_is_a_property() {
             );
         }
     }
+}
+
+#[test]
+fn the_browser_tool_comes_last_when_enabled() {
+    let set = ToolSet {
+        browser: true,
+        ..ToolSet::default()
+    };
+    let all = tools(set);
+    let browser = all.last().unwrap();
+    assert_eq!(browser.function.name, BROWSER);
+    let code = browser.function.parameters["properties"]["code"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(code.starts_with("The Python code that interacts with the browser.\nThe following 15 functions are available. Nothing else is supported.\n"));
+    assert_eq!(code.matches("    Description: ").count(), 15);
+    assert!(
+        !tools(ToolSet::default())
+            .iter()
+            .any(|t| t.function.name == BROWSER)
+    );
 }
