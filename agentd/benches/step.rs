@@ -80,6 +80,7 @@ async fn agentd_step(history: usize) -> Duration {
         interactive: false,
         user_actions: None,
         delegates: None,
+        llms: None,
     };
     let outcome = run_session(spec, on_event).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);

@@ -65,6 +65,8 @@
 //! browsing = false            # offer browser (a sandbox with Chromium)
 //! system_prompt_file = "prompt.md"
 //! delegation = true           # offer delegate_to_agent (ReadOnlyAgent, DummyAgent)
+//! task_tracker = true         # offer task_tracker (plan/view; TASKS.md in the session)
+//! condensation_request = true # offer request_condensation
 //!
 //! [mcp]                       # MCP servers; keys in crate::mcp::settings
 //! shttp_servers = [{ url = "http://127.0.0.1:8931/mcp", api_key = "...", timeout = 60 }]
@@ -188,6 +190,10 @@ pub struct AgentSection {
     pub system_prompt_file: Option<PathBuf>,
     /// Offer `delegate_to_agent` (ReadOnlyAgent, DummyAgent); default false.
     pub delegation: Option<bool>,
+    /// Offer `task_tracker` (a task list kept in the state and `TASKS.md`); default false.
+    pub task_tracker: Option<bool>,
+    /// Offer `request_condensation` (the model asks the condenser to act); default false.
+    pub condensation_request: Option<bool>,
 }
 
 /// `[docker]`.

@@ -37,6 +37,7 @@ mod security;
 mod serve;
 mod session;
 mod state;
+mod tasks;
 mod trajectory;
 mod workspace;
 
@@ -54,7 +55,9 @@ pub use conversations::{
 };
 pub use display::render as render_event;
 pub use events::{EventLogError, EventStream};
-pub use llm::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
+pub use llm::{
+    DEFAULT_BASE_URL, Llm, LlmConfig, LlmRegistry, RegistryError, RetryNotice, ToolCalling,
+};
 pub use mcp::{
     McpFailure, McpHub, McpSection, McpSettings, McpSettingsError, RemoteEntry, RemoteServer,
     StdioArgs, StdioEntry, StdioEnv,

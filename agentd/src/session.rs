@@ -90,6 +90,8 @@ pub struct RunSpec {
     /// Someone answers the agent (the terminal of an interactive run): a message that waits
     /// for a reply waits for the user's, instead of the reference's automatic one.
     pub interactive: bool,
+    /// The run's models (their stats are kept in the state).
+    pub llms: Option<crate::llm::LlmRegistry>,
     /// The agents the agent may delegate to, by name (`None`: delegation is refused).
     pub delegates: Option<crate::controller::AgentFactory>,
     /// The user's actions (messages, `change_agent_state` such as `user_confirmed`), added to
@@ -294,6 +296,7 @@ async fn drive(
         recall: true,
         security,
         delegates: spec.delegates,
+        llms: spec.llms,
     };
     let system = (!spec.resume).then(|| agent.system_message()).flatten();
     let controller = if spec.resume {

@@ -90,6 +90,10 @@ pub struct State {
     /// `iteration - parent_iteration`.
     #[serde(default)]
     pub parent_iteration: u32,
+    /// The conversation's LLM stats: each service's cost, tokens and latency and their sum
+    /// (see `LlmRegistry::stats`); null without a registry.
+    #[serde(default)]
+    pub stats: serde_json::Value,
 }
 
 /// What the run's LLM calls cost, in USD.
@@ -152,6 +156,7 @@ impl State {
             confirmation_mode: false,
             delegate_level: 0,
             parent_iteration: 0,
+            stats: serde_json::Value::Null,
         }
     }
 

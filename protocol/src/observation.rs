@@ -95,6 +95,18 @@ pub enum ObservationKind {
     /// The answer to a `delegate` action (OpenHands' `AgentDelegateObservation`): what the
     /// delegate finished with.
     Delegate(DelegateExtras),
+    /// The answer to a `task_tracking` action (OpenHands' `TaskTrackingObservation`).
+    TaskTracking(TaskTrackingExtras),
+}
+
+/// Extras of a `task_tracking` observation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskTrackingExtras {
+    /// `view` or `plan`.
+    pub command: String,
+    /// The tasks a `plan` set (`[]` for `view`).
+    pub task_list: Vec<serde_json::Value>,
 }
 
 /// Extras of a `delegate` observation.
@@ -125,6 +137,7 @@ impl ObservationKind {
             ObservationKind::Mcp(_) => "mcp",
             ObservationKind::Browse(_) => "browse",
             ObservationKind::Delegate(_) => "delegate",
+            ObservationKind::TaskTracking(_) => "task_tracking",
         }
     }
 }

@@ -9,7 +9,7 @@ use agentd::docker::{SandboxConfig, SandboxUser, choose_user};
 use agentd::{Agent, AgentFactory, ReplayAgent, ScriptedAgent, ToolProfile};
 use agentd::{AnalyzerKind, SecurityAnalyzer, SecurityConfig};
 use agentd::{CodeActAgent, CodeActConfig};
-use agentd::{DEFAULT_BASE_URL, Llm, LlmConfig, RetryNotice, ToolCalling};
+use agentd::{DEFAULT_BASE_URL, LlmConfig, LlmRegistry, RetryNotice, ToolCalling};
 use agentd::{FileConfig, RemoteEntry, default_sessions_dir, new_session_id};
 use agentd::{LogMask, RepoOrigin, Repository, Secret, SecretMask, WorkspaceSpec};
 use agentd::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
@@ -204,6 +204,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         None => None,
     };
     let mut delegates: Option<AgentFactory> = None;
+    let mut llms: Option<LlmRegistry> = None;
     let agent: Box<dyn Agent> = match (&recorded, &args.script) {
         (Some(events), _) => Box::new(ReplayAgent::from_events(events)),
         (None, Some(path)) => {
@@ -239,15 +240,19 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
                     "no agent: pass --model (or set LLM_MODEL, or [llm] model in --config) for                      the CodeAct agent, or --script FILE or --replay FILE",
                 );
             }
+            let registry = LlmRegistry::default();
             if args.agent == "BrowsingAgent" {
                 let model = llm.model.clone();
-                let llm = Llm::new(llm)
+                let llm = registry
+                    .get("agent", Some(&llm))
                     .with_context(|| format!("cannot set up the model {model}"))?
                     .with_secret_mask(mask.clone());
+                llms = Some(registry);
                 Box::new(agentd::BrowsingAgent::new(llm))
             } else {
-                let (agent, factory) = codeact(llm, &file, mask.clone())?;
+                let (agent, factory) = codeact(&registry, llm, &file, mask.clone())?;
                 delegates = Some(factory);
+                llms = Some(registry);
                 Box::new(agent)
             }
         }
@@ -398,6 +403,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         interactive,
         security,
         delegates,
+        llms,
     };
     let seen = SeenState::new();
     let mut spec = spec;
@@ -436,6 +442,28 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             .unwrap_or_default(),
         outcome.dir.display()
     );
+    if let Some(services) = state.stats["services"].as_object().filter(|s| s.len() > 1) {
+        for (id, stats) in services {
+            eprintln!(
+                "agentd: {id} ({}): {} calls, {} prompt + {} completion tokens, ${:.4}",
+                stats["model"].as_str().unwrap_or_default(),
+                stats["calls"],
+                stats["prompt_tokens"],
+                stats["completion_tokens"],
+                stats["accumulated_cost"].as_f64().unwrap_or_default()
+            );
+        }
+    }
+    if let Some(total) = state.stats.get("total") {
+        eprintln!(
+            "agentd: LLM total: {} calls, {} prompt + {} completion tokens, ${:.4}, {:.1} s",
+            total["calls"],
+            total["prompt_tokens"],
+            total["completion_tokens"],
+            total["accumulated_cost"].as_f64().unwrap_or_default(),
+            total["latency"].as_f64().unwrap_or_default()
+        );
+    }
     let tally = outcome.tally();
     if tally.failed > 0 {
         let denied = match tally.denied {
@@ -516,6 +544,7 @@ pub(super) fn docker_settings(file: &FileConfig, docker: &mut SandboxConfig) -> 
 /// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
 /// the model's calls on stderr, and the agents it may delegate to (on the same model).
 pub(super) fn codeact(
+    registry: &LlmRegistry,
     llm: LlmConfig,
     file: &FileConfig,
     mask: SecretMask,
@@ -528,7 +557,8 @@ pub(super) fn codeact(
         None => None,
     };
     let model = llm.model.clone();
-    let llm = Llm::new(llm)
+    let llm = registry
+        .get("agent", Some(&llm))
         .with_context(|| format!("cannot set up the model {model}"))?
         .with_secret_mask(mask.clone())
         .with_retry_listener(std::sync::Arc::new(move |notice: &RetryNotice| {
@@ -547,6 +577,11 @@ pub(super) fn codeact(
             think: file.agent.think.unwrap_or(defaults.think),
             browser: file.agent.browsing.unwrap_or(defaults.browser),
             delegate: file.agent.delegation.unwrap_or(defaults.delegate),
+            task_tracker: file.agent.task_tracker.unwrap_or(defaults.task_tracker),
+            condensation_request: file
+                .agent
+                .condensation_request
+                .unwrap_or(defaults.condensation_request),
         },
         system_prompt,
         condenser: file.condenser.clone().unwrap_or_default(),

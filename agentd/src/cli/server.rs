@@ -141,11 +141,14 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
                     llm.set_temperature(temperature);
                 }
             }
-            super::run::codeact(llm, &file, request.mask.clone())
-                .map(|(agent, delegates)| {
-                    (Box::new(agent) as Box<dyn agentd::Agent>, Some(delegates))
-                })
-                .map_err(|e| format!("{e:#}"))
+            super::run::codeact(
+                &agentd::LlmRegistry::default(),
+                llm,
+                &file,
+                request.mask.clone(),
+            )
+            .map(|(agent, delegates)| (Box::new(agent) as Box<dyn agentd::Agent>, Some(delegates)))
+            .map_err(|e| format!("{e:#}"))
         })
     };
 

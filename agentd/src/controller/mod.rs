@@ -91,6 +91,10 @@ pub(crate) const NOT_EXECUTED_ERROR_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXE
 /// verbatim): the agent should not carry on blindly.
 pub(crate) const BACK_ON_TRACK: &str = "Let's get back on track. If you experienced errors before, do NOT resume your task. Ask me about it.";
 
+/// The answer to a `delegate` action whose delegate was cut off by a restart.
+pub(crate) const DELEGATE_INTERRUPTED: &str = "The delegated agent was interrupted (agentd stopped \
+before it finished); its steps so far are not shown. Delegate again if the sub-task is still needed.";
+
 /// OpenHands' default iteration limit.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 500;
 
@@ -181,6 +185,8 @@ pub(crate) struct ControllerConfig {
     pub(crate) security: SecurityConfig,
     /// The agents `delegate` actions may start; `None`: delegation is refused.
     pub(crate) delegates: Option<AgentFactory>,
+    /// The run's models, whose stats are saved with the state.
+    pub(crate) llms: Option<crate::llm::LlmRegistry>,
 }
 
 impl std::fmt::Debug for ControllerConfig {
@@ -207,6 +213,7 @@ impl ControllerConfig {
             recall: false,
             security: SecurityConfig::default(),
             delegates: None,
+            llms: None,
         }
     }
 }
@@ -387,6 +394,7 @@ impl Controller {
         config.security.confirmation_mode = state.confirmation_mode;
         let mut controller = Controller::with_state(state, stream, events, agent, &config, true);
         controller.resumed_after_error = resumed_after_error;
+        controller.answer_interrupted_delegation()?;
         controller.pending = pending_action(&controller.stream);
         if controller.recall {
             match unanswered_recall(&controller.stream) {
@@ -446,6 +454,35 @@ impl Controller {
             delegation: None,
             config: config.clone(),
         }
+    }
+
+    /// A run killed while a delegate worked: its `delegate` action gets an `error` answer (the
+    /// delegate's state was not saved), so the agent that delegated sees what happened and
+    /// goes on.
+    fn answer_interrupted_delegation(&mut self) -> Result<(), ControllerError> {
+        let newest = self.stream.search(&EventFilter {
+            start_id: Some(self.state.start_id),
+            types: vec!["delegate".to_string()],
+            source: Some(EventSource::Agent),
+            reverse: true,
+            limit: Some(1),
+            ..EventFilter::default()
+        });
+        let Some(Event::Action(delegate)) = newest.first().map(|e| &**e) else {
+            return Ok(());
+        };
+        let mut error = Observation::new(
+            ObservationKind::Error(ErrorExtras::default()),
+            DELEGATE_INTERRUPTED.to_string(),
+        );
+        error.message = DELEGATE_INTERRUPTED.to_string();
+        error.cause = delegate.id;
+        error.tool_call_metadata = delegate.tool_call_metadata.clone();
+        // Only if it has no answer yet.
+        if let Some(stored) = self.stream.answer(error, EventSource::Agent)? {
+            self.own_event(&stored);
+        }
+        Ok(())
     }
 
     /// A handle to pause, resume, stop or fail the run.
@@ -785,6 +822,19 @@ impl Controller {
             ActionKind::Delegate(args) => {
                 self.delegation = Some((stored.clone(), args.clone()));
             }
+            ActionKind::TaskTracking(args) => {
+                let dir = self.state_path.as_deref().and_then(Path::parent);
+                let mut answer = crate::tasks::track(args, dir);
+                if args.command == "plan" && !matches!(answer.kind, ObservationKind::Error(_)) {
+                    self.state.extra_data.insert(
+                        "task_list".to_string(),
+                        serde_json::Value::Array(args.task_list.clone()),
+                    );
+                }
+                answer.cause = action.id;
+                answer.tool_call_metadata = action.tool_call_metadata.clone();
+                self.add(answer, EventSource::Agent)?;
+            }
             ActionKind::Finish(finish) => {
                 self.state.outputs = finish.outputs.clone();
                 // The answer a delegate gives back (the reference leaves CodeAct's message out).
@@ -1075,7 +1125,10 @@ impl Controller {
         }
     }
 
-    fn save(&self) -> Result<(), ControllerError> {
+    fn save(&mut self) -> Result<(), ControllerError> {
+        if let Some(llms) = &self.config.llms {
+            self.state.stats = llms.stats();
+        }
         if let Some(path) = &self.state_path {
             self.state.save(path, &self.stream.mask())?;
         }

@@ -1133,3 +1133,56 @@ async fn a_user_message_that_never_got_its_recall_gets_it_on_resume() {
     assert_eq!(state.agent_state, AgentState::Finished);
     assert_eq!(recall_types(&stream), ["workspace_context"]);
 }
+
+#[tokio::test]
+async fn a_run_killed_while_a_delegate_worked_answers_the_delegation_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let stream = EventStream::open(dir.path()).unwrap();
+    stream
+        .add(
+            Action::from(ActionKind::Message(MessageArgs {
+                content: "task".to_string(),
+                ..MessageArgs::default()
+            })),
+            EventSource::User,
+        )
+        .unwrap();
+    let delegate = stream
+        .add(
+            Action::from(ActionKind::Delegate(protocol::action::DelegateArgs {
+                agent: "ReadOnlyAgent".to_string(),
+                ..Default::default()
+            })),
+            EventSource::Agent,
+        )
+        .unwrap();
+    // The delegate's own step, cut off.
+    stream.add(think("looking"), EventSource::Agent).unwrap();
+    let mut saved = State::new("test-session", 10, None);
+    saved.agent_state = AgentState::Running;
+    saved.iteration = 2;
+    saved
+        .save(
+            &dir.path().join(STATE_FILE),
+            &crate::secrets::SecretMask::default(),
+        )
+        .unwrap();
+    drop(stream);
+
+    let stream = EventStream::open(dir.path()).unwrap();
+    let agent = ScriptedAgent::new([finish()]);
+    let controller =
+        Controller::resume(dir.path(), stream.clone(), Box::new(agent), config()).unwrap();
+    let answers: Vec<Observation> = stream
+        .all()
+        .iter()
+        .filter_map(|e| match &**e {
+            Event::Observation(o) if o.cause == delegate.id() => Some(o.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].content, DELEGATE_INTERRUPTED);
+    let state = controller.run().await.unwrap();
+    assert_ended(&state, AgentState::Finished, 3);
+}

@@ -461,6 +461,7 @@ impl Conversations {
             // Not headless: the run waits for its user's replies (see `run_attached`).
             interactive: false,
             delegates,
+            llms: None,
             // The user's requests are added to the conversation's stream directly.
             user_actions: None,
         };

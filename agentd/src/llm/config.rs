@@ -139,6 +139,23 @@ pub struct LlmConfig {
     /// More headers for every request (`api-key` for Azure, `HTTP-Referer` for OpenRouter...).
     #[serde(default)]
     pub(crate) extra_headers: BTreeMap<String, String>,
+    /// `[llm.router]`: other models that take some of this one's requests.
+    #[serde(default)]
+    pub router: Option<RouterConfig>,
+}
+
+/// `[llm.router]`: a request carrying images goes to `vision`; a request over this model's
+/// context window goes to `fallback` (and every later one: once the history outgrew the
+/// window, it does not shrink back). Each is a whole `[llm]` section of its own.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterConfig {
+    /// The model for requests with images (`[llm.router.vision]`).
+    #[serde(default)]
+    pub vision: Option<Box<LlmConfig>>,
+    /// The model for requests over the main model's context window (`[llm.router.fallback]`).
+    #[serde(default)]
+    pub fallback: Option<Box<LlmConfig>>,
 }
 
 impl std::fmt::Debug for LlmConfig {
@@ -225,6 +242,7 @@ impl LlmConfig {
             prices: BTreeMap::new(),
             in_context_example: None,
             extra_headers: BTreeMap::new(),
+            router: None,
         }
     }
 

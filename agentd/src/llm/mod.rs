@@ -22,6 +22,8 @@ pub(crate) mod features;
 mod metrics;
 pub(crate) mod prompted;
 mod record;
+mod registry;
+mod router;
 #[cfg(test)]
 mod tests;
 
@@ -36,6 +38,7 @@ pub use error::{ErrorKind, LlmError};
 pub(crate) use metrics::Metrics;
 pub(crate) use protocol::llm::{ChatRequest, ChatResponse, Content, Message, Role, Tool};
 use record::{CompletionLog, RequestDump};
+pub use registry::{LlmRegistry, RegistryError};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
@@ -90,6 +93,7 @@ struct Inner {
     metrics: Mutex<Metrics>,
     dump: Option<RequestDump>,
     log: Option<CompletionLog>,
+    router: Option<router::Router>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -162,6 +166,10 @@ impl Llm {
             CompletionLog::open,
         )?;
         let tool_calling = config.effective_tool_calling();
+        let router = match &config.router {
+            Some(settings) => Some(router::Router::new(settings)?),
+            None => None,
+        };
         tracing::debug!(model = %config.model, %url, ?tool_calling, "LLM client ready");
         Ok(Llm {
             inner: Arc::new(Inner {
@@ -172,6 +180,7 @@ impl Llm {
                 dump,
                 log,
                 config,
+                router,
             }),
             listener: None,
             mask: SecretMask::default(),
@@ -195,13 +204,31 @@ impl Llm {
         self.inner.tool_calling
     }
 
-    /// Whether images may be sent.
+    /// Whether images may be sent (to this model, or to its router's vision model).
     pub(crate) fn vision(&self) -> bool {
         self.inner.config.vision
+            || self
+                .inner
+                .router
+                .as_ref()
+                .is_some_and(|r| r.vision.is_some())
     }
 
-    /// Everything spent so far, by this client and its clones.
-    #[cfg(test)]
+    /// The models of this client's router, by name (`vision`, `fallback`).
+    pub(crate) fn routed(&self) -> Vec<(&'static str, Llm)> {
+        self.inner
+            .router
+            .as_ref()
+            .map(router::Router::targets)
+            .unwrap_or_default()
+    }
+
+    /// The model's name.
+    pub(crate) fn model(&self) -> &str {
+        &self.inner.config.model
+    }
+
+    /// Everything spent so far, by this client and its clones (not its router's models).
     pub(crate) fn metrics(&self) -> Metrics {
         lock(&self.inner.metrics).clone()
     }
@@ -250,8 +277,21 @@ impl Llm {
     }
 
     /// One completion of `messages` (native form: `role=tool` results, assistant `tool_calls`)
-    /// with `tools` (may be empty).
+    /// with `tools` (may be empty), by this model or the one its router chooses. The
+    /// completion's `accumulated_cost` is then that of all of them.
     pub(crate) async fn completion(
+        &self,
+        messages: Vec<Message>,
+        tools: &[Tool],
+    ) -> Result<Completion, LlmError> {
+        match &self.inner.router {
+            None => self.complete(messages, tools).await,
+            Some(router) => router.completion(self, messages, tools).await,
+        }
+    }
+
+    /// [`Llm::completion`] by this model itself.
+    async fn complete(
         &self,
         messages: Vec<Message>,
         tools: &[Tool],

@@ -305,6 +305,7 @@ impl ConversationMemory {
                 vec![Part::Text(render_user_rejected(content, max))]
             }
             ObservationKind::Write(_)
+            | ObservationKind::TaskTracking(_)
             | ObservationKind::Think(_)
             | ObservationKind::Success(_)
             | ObservationKind::Condense(_) => {

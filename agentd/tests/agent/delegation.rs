@@ -5,7 +5,7 @@ use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use serde_json::json;
 use testkit::{FakeLlm, Reply};
 
-use super::{run, session_events, state, succeeded, text};
+use super::{error_contents, run, session_events, state, succeeded, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codeact_delegates_to_read_only_agent_which_cannot_write_and_answers_with_the_counts_rolled_up()
@@ -71,15 +71,7 @@ async fn codeact_delegates_to_read_only_agent_which_cannot_write_and_answers_wit
         if a.source == Some(EventSource::User)
             && matches!(&a.kind, ActionKind::Message(m) if m.content == "TASK: What is the answer in notes.txt?"))));
     // Both write attempts were refused as tools it does not have.
-    let refused: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Observation(o) if matches!(o.kind, ObservationKind::Error(_)) => {
-                Some(o.content.as_str())
-            }
-            _ => None,
-        })
-        .collect();
+    let refused = error_contents(&events);
     assert_eq!(refused.len(), 2, "{refused:?}");
     for (error, tool) in refused.iter().zip(["str_replace_editor", "execute_bash"]) {
         assert!(

@@ -123,6 +123,19 @@ fn state(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(session_dir(dir).join("state.json")).unwrap()).unwrap()
 }
 
+/// The contents of the `error` observations among `events`, in order.
+fn error_contents(events: &[Event]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Observation(o) if matches!(o.kind, ObservationKind::Error(_)) => {
+                Some(o.content.as_str())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The roles of a recorded request's messages, in order.
 fn roles(request: &Value) -> Vec<String> {
     request["messages"]
@@ -165,6 +178,8 @@ mod delegation;
 mod interactive;
 mod mcp;
 mod recall;
+mod router;
+mod tasks;
 mod workspace;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -431,15 +446,7 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
     succeeded(run(dir.path(), dir.path(), &fake, "recover", "", &[]).await);
 
     let events = session_events(dir.path());
-    let errors: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Observation(o) if matches!(o.kind, ObservationKind::Error(_)) => {
-                Some(o.content.as_str())
-            }
-            _ => None,
-        })
-        .collect();
+    let errors = error_contents(&events);
     assert_eq!(errors.len(), 2, "{errors:?}");
     // The model saw each error before its next answer.
     let requests = fake.requests();

@@ -264,6 +264,7 @@ async fn tool_call_metadata_is_not_sent_to_sandboxd_but_is_on_the_observation() 
         interactive: false,
         user_actions: None,
         delegates: None,
+        llms: None,
     };
     let outcome = run_session(spec, |_| {}).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);

@@ -14,8 +14,8 @@
 use std::collections::HashSet;
 
 use protocol::action::{
-    BrowseInteractiveArgs, CmdRunArgs, DelegateArgs, FileReadArgs, FileReadSource, FinishArgs,
-    McpArgs, MessageArgs, ThinkArgs,
+    BrowseInteractiveArgs, CmdRunArgs, DelegateArgs, EmptyArgs, FileReadArgs, FileReadSource,
+    FinishArgs, McpArgs, MessageArgs, TaskTrackingArgs, ThinkArgs,
 };
 use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
@@ -23,7 +23,8 @@ use sandbox_common::{ToolAction, ToolArgs, ToolCallError, sandbox_tool_action};
 use serde_json::Value;
 
 use super::tools::{
-    BROWSER, DELEGATE, FINISH, GLOB, GREP, SECURITY_RISK, THINK, ToolProfile, VIEW,
+    BROWSER, DELEGATE, FINISH, GLOB, GREP, REQUEST_CONDENSATION, SECURITY_RISK, TASK_TRACKER,
+    THINK, ToolProfile, VIEW,
 };
 use crate::agent::AgentError;
 use crate::security::Risk;
@@ -133,6 +134,28 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
         return kind.map(Action::from);
     }
     match name {
+        REQUEST_CONDENSATION => {
+            let mut action = Action::from(ActionKind::CondensationRequest(EmptyArgs {}));
+            action.message =
+                Some("Requesting a condensation of the conversation history.".to_string());
+            Ok(action)
+        }
+        TASK_TRACKER => {
+            let command = args.required_str("command").map_err(malformed)?;
+            let task_list = if command == "plan" {
+                crate::tasks::normalize(args.get("task_list")).map_err(AgentError::Malformed)?
+            } else {
+                Vec::new()
+            };
+            let message = crate::tasks::message(task_list.len());
+            let mut action = Action::from(ActionKind::TaskTracking(TaskTrackingArgs {
+                command,
+                thought: String::new(),
+                task_list,
+            }));
+            action.message = Some(message);
+            Ok(action)
+        }
         BROWSER => {
             let mut kind = ActionKind::BrowseInteractive(BrowseInteractiveArgs {
                 browser_actions: args.required_str("code").map_err(malformed)?,

@@ -21,6 +21,10 @@ pub(crate) const GREP: &str = "grep";
 pub(crate) const GLOB: &str = "glob";
 /// Views a file or directory (`ReadOnlyAgent`).
 pub(crate) const VIEW: &str = "view";
+/// Asks for the history to be condensed.
+pub(crate) const REQUEST_CONDENSATION: &str = "request_condensation";
+/// Plans and views the agent's task list.
+pub(crate) const TASK_TRACKER: &str = "task_tracker";
 /// Hands a sub-task to another agent.
 pub(crate) const DELEGATE: &str = "delegate_to_agent";
 
@@ -35,6 +39,10 @@ pub struct ToolSet {
     pub browser: bool,
     /// Offer `delegate_to_agent` (the run can start delegates).
     pub delegate: bool,
+    /// Offer `task_tracker`.
+    pub task_tracker: bool,
+    /// Offer `request_condensation`.
+    pub condensation_request: bool,
 }
 
 impl Default for ToolSet {
@@ -44,6 +52,8 @@ impl Default for ToolSet {
             think: true,
             browser: false,
             delegate: false,
+            task_tracker: false,
+            condensation_request: false,
         }
     }
 }
@@ -80,6 +90,17 @@ pub(crate) fn tools(set: ToolSet) -> Vec<Tool> {
         .collect();
     if set.think {
         tools.push(think());
+    }
+    if set.task_tracker {
+        tools.push(task_tracker());
+    }
+    if set.condensation_request {
+        tools.push(tool(
+            REQUEST_CONDENSATION,
+            "Ask for the conversation history to be condensed (summarised or shortened) when it \
+             has grown long and much of it no longer matters. Takes no arguments.",
+            json!({"type": "object", "properties": {}}),
+        ));
     }
     if set.delegate {
         tools.push(delegate());
@@ -139,6 +160,36 @@ fn view() -> Tool {
                 }
             },
             "required": ["path"]
+        }),
+    )
+}
+
+fn task_tracker() -> Tool {
+    tool(
+        TASK_TRACKER,
+        "Keep a plan of the task as a list of items: `plan` replaces the list (every item with \
+         its status), `view` shows it. Use it for work of several steps: plan first, mark an \
+         item `in_progress` when you start it and `done` when it is verified.",
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "enum": ["view", "plan"], "description": "`plan` sets the list, `view` shows it."},
+                "task_list": {
+                    "type": "array",
+                    "description": "`plan`: the whole list.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "title": {"type": "string"},
+                            "status": {"type": "string", "enum": ["todo", "in_progress", "done"]},
+                            "notes": {"type": "string"}
+                        },
+                        "required": ["id", "title", "status"]
+                    }
+                }
+            },
+            "required": ["command"]
         }),
     )
 }

@@ -278,3 +278,53 @@ fn a_browser_call_is_browse_interactive() {
     assert_eq!(args.thought, "Let me look.");
     assert!(malformed_call(call("c2", BROWSER, json!({}))).contains("code"));
 }
+
+#[test]
+fn the_model_can_request_a_condensation_and_plan_its_tasks() {
+    let message = answer(
+        None,
+        vec![
+            call("c1", REQUEST_CONDENSATION, json!({})),
+            call(
+                "c2",
+                TASK_TRACKER,
+                json!({"command": "plan", "task_list": [{"title": "t"}]}),
+            ),
+        ],
+    );
+    let actions = response_to_actions(
+        &message,
+        &json!({}),
+        None,
+        &HashSet::new(),
+        ToolProfile::CodeAct,
+    )
+    .unwrap();
+    assert!(matches!(
+        actions[0].kind,
+        ActionKind::CondensationRequest(_)
+    ));
+    assert_eq!(
+        actions[0].message.as_deref(),
+        Some("Requesting a condensation of the conversation history.")
+    );
+    let ActionKind::TaskTracking(tasks) = &actions[1].kind else {
+        panic!("{:?}", actions[1])
+    };
+    assert_eq!(tasks.task_list[0]["id"], "task-1");
+    assert_eq!(actions[1].message.as_deref(), Some("Managing 1 task item."));
+    let bad = answer(
+        None,
+        vec![call("c3", TASK_TRACKER, json!({"command": "plan"}))],
+    );
+    assert_eq!(
+        malformed(response_to_actions(
+            &bad,
+            &json!({}),
+            None,
+            &HashSet::new(),
+            ToolProfile::CodeAct
+        )),
+        "Missing required argument \"task_list\" for \"plan\" command in tool call task_tracker"
+    );
+}

@@ -15,6 +15,8 @@ fn ipython_and_think_can_be_left_out() {
         think: false,
         browser: false,
         delegate: false,
+        task_tracker: false,
+        condensation_request: false,
     })
     .into_iter()
     .map(|t| t.function.name)
