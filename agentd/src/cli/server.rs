@@ -141,14 +141,15 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
                     llm.set_temperature(temperature);
                 }
             }
-            super::run::codeact(
-                &agentd::LlmRegistry::default(),
-                llm,
-                &file,
-                request.mask.clone(),
-            )
-            .map(|(agent, delegates)| (Box::new(agent) as Box<dyn agentd::Agent>, Some(delegates)))
-            .map_err(|e| format!("{e:#}"))
+            let registry = agentd::LlmRegistry::default();
+            let (agent, delegates) =
+                super::run::codeact(&registry, llm, &file, request.mask.clone())
+                    .map_err(|e| format!("{e:#}"))?;
+            Ok(agentd::MadeAgent {
+                agent: Box::new(agent),
+                delegates: Some(delegates),
+                llms: Some(registry),
+            })
         })
     };
 

@@ -438,7 +438,11 @@ impl Conversations {
         }
         let meta = &conversation.meta;
         let workspace = workspace_spec(meta)?;
-        let (agent, delegates) = match agent {
+        let MadeAgent {
+            agent,
+            delegates,
+            llms,
+        } = match agent {
             Some(made) => made,
             None => self.make_agent(meta, &workspace)?,
         };
@@ -461,7 +465,7 @@ impl Conversations {
             // Not headless: the run waits for its user's replies (see `run_attached`).
             interactive: false,
             delegates,
-            llms: None,
+            llms,
             // The user's requests are added to the conversation's stream directly.
             user_actions: None,
         };

@@ -35,6 +35,7 @@ use protocol::conversation::LlmSettings;
 use crate::agent::Agent;
 use crate::controller::AgentFactory;
 use crate::events::EventStream;
+use crate::llm::LlmRegistry;
 use crate::mcp::McpSettings;
 use crate::runtime::RuntimeConfig;
 use crate::secrets::SecretMask;
@@ -53,8 +54,20 @@ pub struct AgentRequest {
     pub mask: SecretMask,
 }
 
-/// A conversation's agent, and the agents it may delegate to.
-pub type MadeAgent = (Box<dyn Agent>, Option<AgentFactory>);
+/// A conversation's agent, the agents it may delegate to, and the registry its models come
+/// from (whose per-model stats the run's state keeps).
+#[allow(
+    missing_debug_implementations,
+    reason = "holds the agent, a trait object"
+)]
+pub struct MadeAgent {
+    /// The agent.
+    pub agent: Box<dyn Agent>,
+    /// The agents a `delegate` action may start (`None`: delegation is refused).
+    pub delegates: Option<AgentFactory>,
+    /// The registry the agent's models came from.
+    pub llms: Option<LlmRegistry>,
+}
 
 /// Makes a conversation's agent (the binary knows the settings file and the model's endpoint);
 /// `Err` says why the request cannot be served (HTTP 400).
