@@ -404,7 +404,20 @@ impl Conversations {
             path: dir.display().to_string(),
             source,
         };
-        std::fs::create_dir_all(dir.join(WORKSPACE_DIR)).map_err(io)?;
+        let workspace_dir = dir.join(WORKSPACE_DIR);
+        std::fs::create_dir_all(&workspace_dir).map_err(io)?;
+        if runtime == RuntimeKind::Docker && nix::unistd::geteuid().is_root() {
+            // A Docker sandbox runs as its workspace's owner (as for `agentd run`), and never
+            // as root unless allowed: a server running as root gives a new workspace to the
+            // configured sandbox user (by default the image's, 1000).
+            let user = self.config.runtime.docker.user.unwrap_or_default();
+            nix::unistd::chown(
+                &workspace_dir,
+                Some(nix::unistd::Uid::from_raw(user.uid)),
+                Some(nix::unistd::Gid::from_raw(user.gid)),
+            )
+            .map_err(|e| io(std::io::Error::from(e)))?;
+        }
         meta.save(&dir)?;
         let conversation = self.load(&dir)?;
         self.insert(conversation.clone());

@@ -779,3 +779,53 @@ async fn risky_actions_wait_for_the_user_who_confirms_one_and_rejects_another() 
         .await;
     assert_eq!(status, 409, "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_docker_conversation_works_in_its_own_container_on_its_workspace() {
+    let fake = FakeLlm::start([
+        Reply::tool_calls([(
+            "execute_bash",
+            json!({"command": "echo from-the-container > made.txt && id -u && cat /.dockerenv >/dev/null && echo in-docker"}),
+        )]),
+        Reply::tool_calls([("finish", json!({"message": "made.txt is there"}))]),
+    ])
+    .await;
+    let data = tempfile::tempdir().unwrap();
+    let config = data.path().join("agentd.toml");
+    std::fs::write(&config, "[docker]\ndisk = \"none\"\n").unwrap();
+    let server = start(data.path(), &fake, &["--config", config.to_str().unwrap()]);
+    let (status, body) = server
+        .post(
+            "/api/conversations",
+            json!({"task": "Make a file.", "runtime": "docker"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["conversation_id"].as_str().unwrap().to_string();
+    let done = wait_for(&server, &id, |c| {
+        c.agent_state == "finished" || c.status == protocol::conversation::ConversationStatus::Error
+    })
+    .await;
+    assert_eq!(done.agent_state, "finished", "{done:?}");
+    let output = server
+        .all_events(&id)
+        .await
+        .into_iter()
+        .find_map(|e| match e {
+            Event::Observation(o) if matches!(o.kind, ObservationKind::Run(_)) => Some(o.content),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        output.contains("1000") && output.contains("in-docker"),
+        "{output}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(
+            data.path()
+                .join(format!("conversations/{id}/workspace/made.txt"))
+        )
+        .unwrap(),
+        "from-the-container\n"
+    );
+}
