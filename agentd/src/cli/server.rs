@@ -88,6 +88,10 @@ pub struct ServerArgs {
     /// Seconds a conversation that waits for the user keeps its sandbox (default 600).
     #[arg(long, env = "AGENTD_SERVER_IDLE_RELEASE", value_parser = parse_seconds)]
     idle_release: Option<Duration>,
+    /// How many conversations may hold a sandbox at once (default 8); beyond, creating or
+    /// restarting one is refused with 429.
+    #[arg(long, env = "AGENTD_SERVER_MAX_RUNNING", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    max_running: Option<u32>,
     /// Print the listening line as JSON (`{"listening": "http://ADDR"}`).
     #[arg(long)]
     json: bool,
@@ -218,6 +222,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
             }
         },
         idle_release: args.idle_release.unwrap_or(Duration::from_secs(600)),
+        max_running: args.max_running.unwrap_or(8) as usize,
         mcp: file
             .mcp
             .clone()

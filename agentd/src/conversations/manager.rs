@@ -52,6 +52,10 @@ pub enum ConversationError {
     /// The answer would be larger than the server gives (413).
     #[error("{0}")]
     TooLarge(String),
+    /// As many conversations as the server allows hold a sandbox (429); retrying after one
+    /// ended, was stopped or was released can help.
+    #[error("{0}")]
+    Busy(String),
     /// The data directory failed (500).
     #[error(transparent)]
     Server(#[from] ServerError),
@@ -64,6 +68,8 @@ pub enum ConversationError {
 struct ActiveRun {
     detach: CancellationToken,
     task: JoinHandle<()>,
+    /// The id the run's first event gets: a state change below it is an earlier run's.
+    first_event: i64,
 }
 
 #[derive(Default)]
@@ -113,6 +119,11 @@ impl Conversation {
 
     /// The controller's state, from the newest `agent_state_changed` event.
     pub(super) fn agent_state(&self) -> Option<AgentState> {
+        self.latest_state().map(|(_, state)| state)
+    }
+
+    /// The newest `agent_state_changed` event's id and state.
+    fn latest_state(&self) -> Option<(i64, AgentState)> {
         let found = self.stream.search(&EventFilter {
             types: vec!["agent_state_changed".to_string()],
             reverse: true,
@@ -123,12 +134,24 @@ impl Conversation {
         match &**event {
             Event::Observation(o) => match &o.kind {
                 ObservationKind::AgentStateChanged(extras) => {
-                    AgentState::parse(&extras.agent_state)
+                    Some((o.id?, AgentState::parse(&extras.agent_state)?))
                 }
                 _ => None,
             },
             Event::Action(_) => None,
         }
+    }
+
+    /// Whether the active run itself waits for its user (or is paused), as opposed to a
+    /// run that is still starting after an earlier one had waited.
+    fn run_waits(&self) -> bool {
+        let Some(first_event) = self.slot().active.as_ref().map(|run| run.first_event) else {
+            return false;
+        };
+        matches!(
+            self.latest_state(),
+            Some((id, AgentState::AwaitingUserInput | AgentState::Paused)) if id >= first_event
+        )
     }
 
     /// What lists and gets show.
@@ -192,6 +215,8 @@ pub(super) struct Conversations {
     root: PathBuf,
     config: ServerConfig,
     map: Mutex<BTreeMap<String, Arc<Conversation>>>,
+    /// Runs active now (each holds a sandbox), at most `config.max_running`.
+    running: std::sync::atomic::AtomicUsize,
 }
 
 impl Conversations {
@@ -208,6 +233,7 @@ impl Conversations {
             root: root.clone(),
             config,
             map: Mutex::new(BTreeMap::new()),
+            running: std::sync::atomic::AtomicUsize::new(0),
         });
         for dir in store::list(&root)? {
             match manager.load(&dir) {
@@ -265,6 +291,23 @@ impl Conversations {
     /// The largest workspace download.
     pub(super) fn max_zip_bytes(&self) -> u64 {
         self.config.max_zip_bytes
+    }
+
+    /// Whether another run may start now.
+    fn has_room(&self) -> Result<(), ConversationError> {
+        if self.running.load(Ordering::SeqCst) < self.config.max_running {
+            Ok(())
+        } else {
+            Err(self.busy())
+        }
+    }
+
+    fn busy(&self) -> ConversationError {
+        ConversationError::Busy(format!(
+            "{} conversations hold a sandbox, as many as this server runs at once; stop one, \
+             or retry when one has ended or been released",
+            self.config.max_running
+        ))
     }
 
     fn map(&self) -> MutexGuard<'_, BTreeMap<String, Arc<Conversation>>> {
@@ -371,6 +414,7 @@ impl Conversations {
             }
             (asked, limit) => asked.or(limit),
         };
+        self.has_room()?;
         let id = sandbox_common::random_hex(16)
             .map_err(|e| ConversationError::Server(ServerError::Config(e.to_string())))?;
         let meta = Meta {
@@ -451,14 +495,28 @@ impl Conversations {
         }
         let meta = &conversation.meta;
         let workspace = workspace_spec(meta)?;
+        let max = self.config.max_running;
+        self.running
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map_err(|_| self.busy())?;
+        let made = match agent {
+            Some(made) => Ok(made),
+            None => self.make_agent(meta, &workspace),
+        };
+        let made = match made {
+            Ok(made) => made,
+            Err(e) => {
+                self.running.fetch_sub(1, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
         let MadeAgent {
             agent,
             delegates,
             llms,
-        } = match agent {
-            Some(made) => made,
-            None => self.make_agent(meta, &workspace)?,
-        };
+        } = made;
         let mut security = self.config.security.clone();
         security.confirmation_mode = meta.confirmation_mode;
         let resume = conversation.dir.join(STATE_FILE).is_file();
@@ -483,13 +541,18 @@ impl Conversations {
             user_actions: None,
         };
         let detach = CancellationToken::new();
+        let first_event = conversation.stream.latest_id().map_or(0, |id| id + 1);
         slot.last_error = None;
         conversation.touch();
         let task = tokio::spawn(
             self.clone()
                 .drive(conversation.clone(), spec, detach.clone()),
         );
-        slot.active = Some(ActiveRun { detach, task });
+        slot.active = Some(ActiveRun {
+            detach,
+            task,
+            first_event,
+        });
         Ok(true)
     }
 
@@ -525,6 +588,7 @@ impl Conversations {
             }
         };
         conversation.slot().active = None;
+        self.running.fetch_sub(1, Ordering::SeqCst);
         // A message that came while the run was ending: the next run takes it up.
         if ok
             && !detach.is_cancelled()
@@ -569,6 +633,10 @@ impl Conversations {
             return Err(ConversationError::Conflict(
                 "the conversation's first run never started; resume it first".to_string(),
             ));
+        }
+        if !conversation.is_running() {
+            // Refused before the message is added: a message no run will take up is lost.
+            self.has_room()?;
         }
         conversation.stream.add(
             Action::from(ActionKind::Message(MessageArgs {
@@ -715,11 +783,7 @@ impl Conversations {
             tokio::time::sleep(every).await;
             let all: Vec<_> = self.map().values().cloned().collect();
             for conversation in all {
-                let waiting = matches!(
-                    conversation.agent_state(),
-                    Some(AgentState::AwaitingUserInput | AgentState::Paused)
-                );
-                if waiting && conversation.is_running() && conversation.idle_for() >= idle {
+                if conversation.run_waits() && conversation.idle_for() >= idle {
                     tracing::info!(conversation = %conversation.meta.id, "idle: releasing its sandbox");
                     Self::detach(&conversation).await;
                 }

@@ -92,6 +92,9 @@ pub struct ServerConfig {
     pub security: SecurityConfig,
     /// How long a conversation that waits for the user keeps its sandbox.
     pub idle_release: Duration,
+    /// How many conversations may hold a sandbox at once; beyond, creating or restarting one
+    /// is refused (429).
+    pub max_running: usize,
     /// The MCP servers every conversation's agent gets.
     pub mcp: McpSettings,
     /// Makes each conversation's agent.

@@ -109,6 +109,7 @@ impl IntoResponse for ConversationError {
             ConversationError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ConversationError::Conflict(_) => StatusCode::CONFLICT,
             ConversationError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ConversationError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             ConversationError::Server(_) | ConversationError::EventLog(_) => {
                 // Paths and OS errors go to the log, not to callers.
                 tracing::error!(error = %self, "request failed");

@@ -829,3 +829,48 @@ async fn a_docker_conversation_works_in_its_own_container_on_its_workspace() {
         "from-the-container\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_more_conversations_hold_a_sandbox_than_the_server_allows() {
+    let fake = FakeLlm::start(talkative_agent()).await;
+    let data = tempfile::tempdir().unwrap();
+    let server = start(data.path(), &fake, &["--max-running", "1"]);
+    let first = server
+        .create("Say hello, then write a file I name.")
+        .await
+        .conversation_id;
+    wait_for(&server, &first, |c| c.agent_state == "awaiting_user_input").await;
+    let (status, body) = server
+        .post("/api/conversations", json!({"task": "Another."}))
+        .await;
+    assert_eq!(status, 429, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1 conversations hold a sandbox"),
+        "{body}"
+    );
+    assert_eq!(
+        server.get("/api/conversations").await.1["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    server.act(&first, "stop").await;
+    wait_for(&server, &first, |c| {
+        c.status == protocol::conversation::ConversationStatus::Stopped
+    })
+    .await;
+    let second = server.create("Another.").await;
+    assert_ne!(second.conversation_id, first);
+    // The first may not come back while the second holds the only sandbox.
+    let (status, body) = server
+        .post(
+            &format!("/api/conversations/{first}/message"),
+            json!({"message": "again"}),
+        )
+        .await;
+    assert_eq!(status, 429, "{body}");
+}
