@@ -215,23 +215,13 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             Box::new(ReplayAgent::new(actions))
         }
         (None, None) => {
-            let mut llm = file
-                .llm
-                .clone()
-                .unwrap_or_else(|| LlmConfig::new("", DEFAULT_BASE_URL));
-            // The flags carry the environment (LLM_MODEL...), which wins over the file.
-            if let Some(model) = &args.model {
-                llm.model = model.clone();
-            }
-            if let Some(url) = &args.base_url {
-                llm.base_url = url.clone();
-            }
-            if args.api_key.is_some() {
-                llm.api_key = args.api_key.clone();
-            }
-            if args.tool_calling.is_some() {
-                llm.tool_calling = args.tool_calling;
-            }
+            let mut llm = llm_config(
+                &file,
+                args.model.clone(),
+                args.base_url.clone(),
+                args.api_key.clone(),
+                args.tool_calling,
+            );
             if args.dump_requests.is_some() {
                 llm.dump_requests_folder = args.dump_requests.clone();
             }
@@ -512,6 +502,30 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     } else {
         1
     })
+}
+
+/// The file's `[llm]` with the flags over it (they carry the environment, `LLM_MODEL`...,
+/// which wins over the file).
+pub(super) fn llm_config(
+    file: &FileConfig,
+    model: Option<String>,
+    base_url: Option<String>,
+    api_key: Option<String>,
+    tool_calling: Option<ToolCalling>,
+) -> LlmConfig {
+    let mut llm = file
+        .llm
+        .clone()
+        .unwrap_or_else(|| LlmConfig::new("", DEFAULT_BASE_URL));
+    set(&mut llm.model, model);
+    set(&mut llm.base_url, base_url);
+    if api_key.is_some() {
+        llm.api_key = api_key;
+    }
+    if tool_calling.is_some() {
+        llm.tool_calling = tool_calling;
+    }
+    llm
 }
 
 /// The file's `[docker]` sandbox settings: limits, network, egress, host ports, read-only

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd::{
-    AgentRequest, AnalyzerKind, DEFAULT_BASE_URL, DEFAULT_MAX_ITERATIONS, LlmConfig, MakeAgent,
-    RemoteApiConfig, RuntimeConfig, RuntimeKind, ServerConfig, ToolCalling,
+    AgentRequest, AnalyzerKind, DEFAULT_MAX_ITERATIONS, MakeAgent, RemoteApiConfig, RuntimeConfig,
+    RuntimeKind, ServerConfig, ToolCalling,
 };
 use anyhow::Context;
 use clap::Args;
@@ -109,18 +109,13 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 
 pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
     let file = super::settings(args.config.as_deref())?;
-    let mut llm = file
-        .llm
-        .clone()
-        .unwrap_or_else(|| LlmConfig::new("", DEFAULT_BASE_URL));
-    set(&mut llm.model, args.model);
-    set(&mut llm.base_url, args.base_url);
-    if args.llm_api_key.is_some() {
-        llm.api_key = args.llm_api_key;
-    }
-    if args.tool_calling.is_some() {
-        llm.tool_calling = args.tool_calling;
-    }
+    let llm = super::run::llm_config(
+        &file,
+        args.model,
+        args.base_url,
+        args.llm_api_key,
+        args.tool_calling,
+    );
     if llm.model.trim().is_empty() {
         eprintln!(
             "agentd server: no model: pass --model (or set LLM_MODEL, or [llm] model in --config)"
