@@ -176,6 +176,11 @@ async fn read_until(socket: &mut Socket, seen: &mut Vec<Event>, done: impl Fn(&E
     });
 }
 
+/// Whether `event` is an observation whose content holds `text`.
+fn says(event: &Event, text: &str) -> bool {
+    matches!(event, Event::Observation(o) if o.content.contains(text))
+}
+
 fn state_is(event: &Event, state: &str) -> bool {
     matches!(event, Event::Observation(o) if matches!(&o.kind,
         ObservationKind::AgentStateChanged(x) if x.agent_state == state))
@@ -401,23 +406,13 @@ async fn pause_resume_stop_and_restarts_lose_nothing() {
     // Pause once it is busy; resume; stop.
     let mut socket = server.socket(&id, -1).await;
     let mut seen = Vec::new();
-    read_until(
-        &mut socket,
-        &mut seen,
-        |e| matches!(e, Event::Observation(o) if o.content.contains("step-2")),
-    )
-    .await;
+    read_until(&mut socket, &mut seen, |e| says(e, "step-2")).await;
     assert_eq!(server.act(&id, "pause").await.message, "pause requested");
     read_until(&mut socket, &mut seen, |e| state_is(e, "paused")).await;
     assert_eq!(server.info(&id).await.agent_state, "paused");
     assert_eq!(server.act(&id, "resume").await.message, "resume requested");
     read_until(&mut socket, &mut seen, |e| state_is(e, "running")).await;
-    read_until(
-        &mut socket,
-        &mut seen,
-        |e| matches!(e, Event::Observation(o) if o.content.contains("step-")),
-    )
-    .await;
+    read_until(&mut socket, &mut seen, |e| says(e, "step-")).await;
     assert_eq!(server.act(&id, "stop").await.message, "stop requested");
     read_until(&mut socket, &mut seen, |e| state_is(e, "stopped")).await;
     // A stopped conversation releases its sandbox; a second stop is refused clearly.
@@ -436,12 +431,7 @@ async fn pause_resume_stop_and_restarts_lose_nothing() {
     let running = server.create("Count again.").await.conversation_id;
     let mut socket = server.socket(&running, -1).await;
     let mut second = Vec::new();
-    read_until(
-        &mut socket,
-        &mut second,
-        |e| matches!(e, Event::Observation(o) if o.content.contains("step-")),
-    )
-    .await;
+    read_until(&mut socket, &mut second, |e| says(e, "step-")).await;
     drop(socket);
     let before_restart = server.all_events(&id).await;
     server.daemon.terminate(Duration::from_secs(30)).unwrap();
@@ -737,12 +727,7 @@ async fn risky_actions_wait_for_the_user_who_confirms_one_and_rejects_another() 
         server.act(&id, "confirm").await.message,
         "the action was confirmed"
     );
-    read_until(
-        &mut socket,
-        &mut seen,
-        |e| matches!(e, Event::Observation(o) if o.content.contains("confirmed-run")),
-    )
-    .await;
+    read_until(&mut socket, &mut seen, |e| says(e, "confirmed-run")).await;
 
     read_until(&mut socket, &mut seen, |e| {
         state_is(e, "awaiting_user_confirmation")
