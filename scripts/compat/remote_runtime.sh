@@ -29,9 +29,14 @@ CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/agentd"
 VENV="${OH_VENV:-$CACHE/oh-venv-$VERSION}"
 
 # ------------------------------------------------------------------------------ the venv
+# Checks that run at once (the compat tests run in parallel) install the venv once: the first
+# takes the lock and installs, the others wait for it and then reuse its venv. Without the lock
+# one removed the uv it was installing with while the other used it.
+mkdir -p "$CACHE" "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+flock 9
 if ! venv_reused; then
     PY="$(find_py312)" || { log "no Python 3.12 found (pyenv versions/3.12.*, or set PYTHON312)"; exit 3; }
-    mkdir -p "$CACHE"
     start=$SECONDS
     # uv resolves and installs openhands-ai's ~250 packages in seconds; pip takes minutes.
     UV="$CACHE/uv-tool/bin/uv"
@@ -59,6 +64,7 @@ if ! venv_reused; then
     fi
     log "installed in $((SECONDS - start)) s; venv size $(du -sh "$VENV" | cut -f1)"
 fi
+exec 9>&-
 
 # ------------------------------------------------------------------------------ the service
 AGENTD="${AGENTD_BIN:-}"
