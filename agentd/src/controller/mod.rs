@@ -1070,6 +1070,9 @@ impl Controller {
             }),
             String::new(),
         );
+        // The state file first: whoever reacts to the change (a page asking for the
+        // conversation's info) reads the state it announces, its iteration and cost included.
+        self.save()?;
         self.add(changed, EventSource::Environment)?;
         self.save()
     }

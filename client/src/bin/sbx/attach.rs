@@ -98,6 +98,10 @@ pub(crate) async fn attach(
     let mut resized =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())?;
     let mut stdout = std::io::stdout();
+    // Not `keys.is_closed()`: that is true as soon as the reader thread ends, while what it
+    // read may still be queued (input from a pipe that ended before the first turn of the loop
+    // was never sent, and the program waited for it forever).
+    let mut reading = true;
     let code = loop {
         tokio::select! {
             output = socket.next() => match output? {
@@ -114,7 +118,7 @@ pub(crate) async fn attach(
                 }
                 None => break None,
             },
-            typed = keys.recv(), if !keys.is_closed() => match typed {
+            typed = keys.recv(), if reading => match typed {
                 Some(bytes) if interactive && bytes.contains(&DETACH) => {
                     drop(raw);
                     eprintln!("\n[detached from terminal {id}; `sbx attach {id}` to come back]");
@@ -123,7 +127,7 @@ pub(crate) async fn attach(
                 }
                 Some(bytes) => socket.input(&bytes).await?,
                 // Input ended (a pipe): keep showing output until the program ends.
-                None => keys.close(),
+                None => reading = false,
             },
             _ = resized.recv() => {
                 if let Some((cols, rows)) = local_size() {
