@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use crate::runtime::docker::{DockerError, Egress, Limits, SandboxConfig, config};
 
-pub use backend::BackendKind;
+pub use backend::{BackendKind, KubeConnection, KubeError, KubernetesSettings};
 pub(crate) use service::SandboxService;
 pub use tls::TlsFiles;
 
@@ -208,6 +208,13 @@ pub enum ServeError {
     /// can help.
     #[error("{0}")]
     Conflict(String),
+    /// The service's backend cannot do this at all (HTTP 409; the message says what to do
+    /// instead). Retrying cannot help.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The Kubernetes API failed; its error says whether retrying helps.
+    #[error(transparent)]
+    Kubernetes(#[from] backend::KubeError),
     /// Docker failed; its error says whether retrying helps.
     #[error(transparent)]
     Docker(#[from] DockerError),
