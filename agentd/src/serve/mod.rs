@@ -7,7 +7,7 @@
 //!   `pool` (warm pools and their filler), `images` (caller image → sandbox image, made once),
 //!   `recovery` (a previous run's sandboxes and claims, at start), `reaper` (idle stop);
 //! - `backend`: the engine the sandboxes run on, behind the `Backend` trait (`docker`: one
-//!   Docker engine; `swarm`: a Docker Swarm's services);
+//!   Docker engine; `swarm`: a Docker Swarm's services; `kubernetes`: a namespace's pods);
 //! - [`routes`] is the HTTP layer (the only one of this module);
 //! - [`auth`]: API keys; [`command`]: the caller's start command mapped onto sandboxd;
 //!   [`store`]: claims on disk.
