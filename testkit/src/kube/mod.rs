@@ -5,7 +5,7 @@
 //! `metadata.resourceVersion`, delete) and network policies (create, delete, and deleted with
 //! the pod that owns them, as the garbage collector does) — keeps its objects in memory with
 //! resource versions, and records every request so that tests can check them against the
-//! API's schemas ([`check`]).
+//! API's schemas ([`check_requests`], [`validate_manifests`]).
 //!
 //! Its kubelet ([`kubelet`]) runs each pod as a real sandboxd on this machine, behind a pod IP
 //! of its own in 127.0.0.0/8 at the pod's sandboxd port, and makes the pod `Running` and ready
