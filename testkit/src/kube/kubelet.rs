@@ -5,8 +5,8 @@
 //! at the pod's sandboxd port, the same port for every pod as in a cluster. The proxy does
 //! what a pod's network namespace and file system do for a real pod: it turns the
 //! configuration the service sends (`0.0.0.0`, the pod's port, `/workspace`) into this host's
-//! terms, and the image's user (`openhands`) this host's. The pod becomes `Running` and ready once sandboxd listens; deleting it kills
-//! sandboxd.
+//! terms, and the image's user (`openhands`) this host's. The pod becomes `Running` and
+//! ready once sandboxd listens; deleting it kills sandboxd.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
