@@ -75,7 +75,10 @@ pub use security::{
     SecuritySection,
 };
 pub use serve::store::ClaimStoreError;
-pub use serve::{BackendKind, ServeConfig, ServeError, TlsFiles, run as serve};
+pub use serve::{
+    BackendKind, KubeConnection, KubeError, KubernetesSettings, ServeConfig, ServeError, TlsFiles,
+    run as serve,
+};
 pub use session::{ActionTally, Outcome, RunSpec, SessionError, run as run_session, session_dir};
 pub use state::{STATE_FILE, State, StateError};
 pub use workspace::{RepoOrigin, Repository, WorkspaceError, WorkspaceSpec};

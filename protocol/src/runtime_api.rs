@@ -32,7 +32,10 @@ pub struct StartRequest {
     /// Multiplier of the service's CPU and memory limits (default 1).
     #[serde(default = "one")]
     pub resource_factor: f64,
-    /// The container runtime class the reference can ask for (`sysbox-runc`); accepted, ignored.
+    /// The runtime class to run the sandbox under (the reference can ask for `sysbox-runc`):
+    /// `agentd serve`'s kubernetes backend sets it as the pod's `runtimeClassName` when its
+    /// operator allows that class (a 403 otherwise); the docker and swarm backends refuse any
+    /// (400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_class: Option<String>,
 }

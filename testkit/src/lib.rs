@@ -1,6 +1,8 @@
 //! Test helpers shared by the workspace's tests: [`Daemon`], a server process a test starts
 //! (see [`daemon`]), where agentd's tests find sandboxd and the base image ([`binaries`]), real
-//! MCP peers on the official Python SDK ([`python_mcp`]), a headless Chromium driven over
+//! MCP peers on the official Python SDK ([`python_mcp`]), a fake Kubernetes API server whose
+//! pods are real sandboxds, with the API's schemas to check requests against ([`kube`]), a
+//! headless Chromium driven over
 //! DevTools for web pages ([`chromium`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
 //! HTTP server on `127.0.0.1:0` that speaks OpenAI's `POST /v1/chat/completions` (also
 //! `/chat/completions`), answers each request with the next scripted [`Reply`] (or asks a
@@ -34,13 +36,16 @@ pub mod connections;
 pub mod daemon;
 pub mod files;
 pub mod fuzz;
+pub mod kube;
 pub mod python_mcp;
+mod venv;
 
 pub use binaries::{base_image, sandboxd_binary};
 pub use chromium::Chromium;
 pub use connections::{assert_closed, hold_connections};
 pub use daemon::Daemon;
 pub use files::{read_json, sorted_paths};
+pub use kube::FakeKube;
 pub use python_mcp::{
     McpClient, McpTransport, http_server, mcp_python, result_text, stdio_server, wheelhouse,
 };

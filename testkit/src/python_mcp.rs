@@ -6,15 +6,14 @@
 //! run.
 //!
 //! The venv is `AGENTD_MCP_VENV` if set, else `${XDG_CACHE_HOME:-$HOME/.cache}/agentd/
-//! mcp-venv-HASH` (`HASH` of the requirements, so a change makes a new one). It is built in a
-//! temporary directory beside it and renamed into place (pip is then run as `python -m pip`:
-//! the scripts' `#!` lines name the old place), under a lock file, so that tests starting
-//! together build it once and never see half of it.
+//! mcp-venv-HASH` (see [`crate::venv`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use nix::fcntl::{Flock, FlockArg};
+
+use crate::venv::{Venv, beside, run};
 
 /// The `mcp` version installed (pinned in `python/requirements.txt`): the one OpenHands 0.62
 /// pins, so the tests also show that what an OpenHands host speaks works.
@@ -23,54 +22,19 @@ pub const MCP_VERSION: &str = "1.16.0";
 /// What the venv holds, every package pinned.
 const REQUIREMENTS: &str = include_str!("../python/requirements.txt");
 
+/// The venv of the MCP SDK.
+const VENV: Venv = Venv {
+    name: "mcp",
+    override_var: "AGENTD_MCP_VENV",
+    requirements_file: "requirements.txt",
+    requirements: REQUIREMENTS,
+    pip_args: &[],
+};
+
 /// The Python interpreter of the venv with `mcp` ([`MCP_VERSION`]), made if it is missing.
 /// Panics with pip's output when it cannot be made (no `python3`, no `venv` module, no PyPI).
 pub fn mcp_python() -> PathBuf {
-    let venv = venv_dir();
-    let python = venv.join("bin/python");
-    if has_mcp(&python) {
-        return python;
-    }
-    let parent = venv.parent().unwrap_or(Path::new("/"));
-    std::fs::create_dir_all(parent)
-        .unwrap_or_else(|e| panic!("cannot create {}: {e}", parent.display()));
-    let lock_path = beside(&venv, "lock");
-    let lock_file = std::fs::File::create(&lock_path)
-        .unwrap_or_else(|e| panic!("cannot create {}: {e}", lock_path.display()));
-    let _lock = Flock::lock(lock_file, FlockArg::LockExclusive)
-        .unwrap_or_else(|(_, e)| panic!("cannot lock {}: {e}", lock_path.display()));
-    if has_mcp(&python) {
-        return python;
-    }
-    let building = beside(&venv, &format!("building-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&building);
-    run(Command::new(host_python())
-        .args(["-m", "venv"])
-        .arg(&building));
-    run(Command::new(building.join("bin/python"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--requirement",
-        ])
-        .arg(script("requirements.txt")));
-    let _ = std::fs::remove_dir_all(&venv);
-    std::fs::rename(&building, &venv).unwrap_or_else(|e| {
-        panic!(
-            "cannot move {} to {}: {e}",
-            building.display(),
-            venv.display()
-        )
-    });
-    assert!(
-        has_mcp(&python),
-        "{} has no mcp after pip install",
-        venv.display()
-    );
-    python
+    VENV.python(has_mcp)
 }
 
 /// A directory of wheels of everything in `python/requirements.txt`, for CPython 3.11 on x86-64
@@ -119,33 +83,7 @@ pub fn wheelhouse() -> PathBuf {
 }
 
 fn venv_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AGENTD_MCP_VENV") {
-        return PathBuf::from(dir);
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
-    let hash = REQUIREMENTS
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-    cache.join("agentd").join(format!("mcp-venv-{hash:016x}"))
-}
-
-/// `path` with `.suffix` added to its name.
-fn beside(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".");
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-/// `python3` on `PATH` (which `scripts/setup` installs with its `venv` module).
-fn host_python() -> &'static str {
-    "python3"
+    VENV.dir()
 }
 
 fn has_mcp(python: &Path) -> bool {
@@ -159,19 +97,6 @@ fn has_mcp(python: &Path) -> bool {
             ])
             .output()
             .is_ok_and(|out| out.status.success())
-}
-
-fn run(command: &mut Command) {
-    let out = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{command:?} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// A script of this crate's `python/` directory (the MCP peers the tests run).

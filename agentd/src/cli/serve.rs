@@ -48,9 +48,10 @@ pub struct ServeArgs {
     /// Host name or address put in the URLs given to callers (default 127.0.0.1).
     #[arg(long, env = "AGENTD_SERVE_PUBLIC_HOST")]
     public_host: Option<String>,
-    /// The engine sandboxes run on: docker (this host's engine) or swarm (services of the
-    /// swarm this engine manages; implies --front-door).
-    #[arg(long, env = "AGENTD_SERVE_BACKEND", value_parser = ["docker", "swarm"])]
+    /// The engine sandboxes run on: docker (this host's engine), swarm (services of the swarm
+    /// this engine manages) or kubernetes (pods of a namespace); swarm and kubernetes imply
+    /// --front-door.
+    #[arg(long, env = "AGENTD_SERVE_BACKEND", value_parser = ["docker", "swarm", "kubernetes"])]
     backend: Option<String>,
     /// The host ports swarm sandboxes are published at, LOW-HIGH (default 31000-31999).
     #[arg(long, env = "AGENTD_SERVE_SWARM_PORTS", value_name = "LOW-HIGH")]
@@ -121,6 +122,8 @@ pub struct ServeArgs {
     /// Print the listening line as JSON (`{"listening": "http://ADDR"}`).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    k8s: KubeArgs,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
@@ -169,8 +172,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
                 return Ok(2);
             }
         },
+        Some("kubernetes") => match args.k8s.settings() {
+            Ok(settings) => agentd::BackendKind::Kubernetes(settings),
+            Err(e) => {
+                eprintln!("agentd serve: {e}");
+                return Ok(2);
+            }
+        },
         Some(other) => {
-            eprintln!("agentd serve: backend {other:?}: expected docker or swarm");
+            eprintln!("agentd serve: backend {other:?}: expected docker, swarm or kubernetes");
             return Ok(2);
         }
     };
@@ -283,4 +293,106 @@ fn parse_port_range(text: &str) -> Option<std::ops::RangeInclusive<u16>> {
     let (low, high) = text.split_once('-')?;
     let (low, high): (u16, u16) = (low.trim().parse().ok()?, high.trim().parse().ok()?);
     (low > 0 && low <= high).then_some(low..=high)
+}
+
+/// The kubernetes backend's flags (`--backend kubernetes`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Kubernetes backend")]
+struct KubeArgs {
+    /// The namespace of the sandbox pods (default: the service account's in the cluster, else
+    /// the kubeconfig context's).
+    #[arg(
+        long = "k8s-namespace",
+        env = "AGENTD_K8S_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    namespace: Option<String>,
+    /// The API server's URL. Alone, requests carry no credentials (`kubectl proxy`'s
+    /// http://127.0.0.1:8001); with a kubeconfig or --k8s-in-cluster, it replaces their
+    /// server.
+    #[arg(
+        long = "k8s-api-server",
+        env = "AGENTD_K8S_API_SERVER",
+        value_name = "URL"
+    )]
+    api_server: Option<String>,
+    /// A kubeconfig file (default: KUBECONFIG, else ~/.kube/config, else the service account
+    /// of the pod the service runs in).
+    #[arg(
+        long = "k8s-kubeconfig",
+        env = "AGENTD_K8S_KUBECONFIG",
+        value_name = "FILE"
+    )]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (default: its current one).
+    #[arg(long = "k8s-context", env = "AGENTD_K8S_CONTEXT", value_name = "NAME")]
+    context: Option<String>,
+    /// Use the service account of the pod the service runs in (its token and CA, the API at
+    /// KUBERNETES_SERVICE_HOST), whatever kubeconfig there is.
+    #[arg(long = "k8s-in-cluster", env = "AGENTD_K8S_IN_CLUSTER")]
+    in_cluster: bool,
+    /// Runtime classes a /start may ask for as runtime_class (runtimeClassName, e.g.
+    /// gvisor,kata); any other is refused with 403. Default: none.
+    #[arg(
+        long = "k8s-runtime-classes",
+        env = "AGENTD_K8S_RUNTIME_CLASSES",
+        value_delimiter = ',',
+        value_name = "CLASS,..."
+    )]
+    runtime_classes: Vec<String>,
+    /// Labels of the service's own pods, KEY=VALUE,...: each sandbox's network policy admits
+    /// connections from those pods only.
+    #[arg(
+        long = "k8s-service-labels",
+        env = "AGENTD_K8S_SERVICE_LABELS",
+        value_delimiter = ',',
+        value_name = "KEY=VALUE,...",
+        default_value = "app.kubernetes.io/name=agentd-serve"
+    )]
+    service_labels: Vec<String>,
+    /// The port sandboxd listens on in each sandbox pod (change it if a sidecar your cluster
+    /// injects takes 8000).
+    #[arg(
+        long = "k8s-sandboxd-port",
+        env = "AGENTD_K8S_SANDBOXD_PORT",
+        default_value_t = 8000,
+        value_parser = clap::value_parser!(u16).range(1..)
+    )]
+    sandboxd_port: u16,
+    /// A secret the nodes pull sandbox images with (imagePullSecrets; repeatable).
+    #[arg(
+        long = "k8s-image-pull-secret",
+        env = "AGENTD_K8S_IMAGE_PULL_SECRETS",
+        value_delimiter = ',',
+        value_name = "SECRET"
+    )]
+    image_pull_secrets: Vec<String>,
+}
+
+impl KubeArgs {
+    /// The backend's settings; `Err` names a label that is not `KEY=VALUE`.
+    fn settings(&self) -> Result<agentd::KubernetesSettings, String> {
+        let service_labels = self
+            .service_labels
+            .iter()
+            .map(|pair| {
+                pair.split_once('=')
+                    .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                    .ok_or_else(|| format!("--k8s-service-labels {pair:?}: expected KEY=VALUE"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(agentd::KubernetesSettings {
+            connection: agentd::KubeConnection {
+                api_server: self.api_server.clone(),
+                kubeconfig: self.kubeconfig.clone(),
+                context: self.context.clone(),
+                in_cluster: self.in_cluster,
+            },
+            namespace: self.namespace.clone(),
+            runtime_classes: self.runtime_classes.clone(),
+            service_labels,
+            sandboxd_port: self.sandboxd_port,
+            image_pull_secrets: self.image_pull_secrets.clone(),
+        })
+    }
 }

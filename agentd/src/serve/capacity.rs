@@ -15,8 +15,15 @@ pub(crate) struct HostCapacity {
 }
 
 impl HostCapacity {
-    /// Asks the engine (`GET /info`).
-    pub(crate) async fn of(docker: &Docker) -> Result<HostCapacity, ServeError> {
+    /// Asks the engine (`GET /info`); unknown (every factor passes here) without one: a
+    /// cluster's scheduler then decides, by the sandbox's requests.
+    pub(crate) async fn of(docker: Option<&Docker>) -> Result<HostCapacity, ServeError> {
+        let Some(docker) = docker else {
+            return Ok(HostCapacity {
+                cpus: None,
+                memory_bytes: None,
+            });
+        };
         let info = docker.info().await.map_err(DockerError::from)?;
         Ok(HostCapacity {
             cpus: info.ncpu.filter(|&n| n > 0).map(|n| n as f64),

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::runtime::docker::SandboxUser;
-use crate::runtime::docker::config::{SANDBOX_USER, SANDBOXD_PORT, WORKSPACE};
+use crate::runtime::docker::config::{SANDBOX_USER, WORKSPACE};
 
 /// Flags that take one value.
 const ONE_VALUE: &[&str] = &["--working-dir", "--username", "--user-id"];
@@ -19,8 +19,9 @@ const MANY_VALUES: &[&str] = &["--plugins", "--browsergym-eval-env"];
 /// Flags without a value.
 const NO_VALUE: &[&str] = &["--enable-browser", "--no-enable-browser"];
 
-/// sandboxd's arguments for the caller's `command`; `Err` says what cannot be used.
-pub fn sandboxd_args(command: &[String]) -> Result<Vec<String>, String> {
+/// sandboxd's arguments for the caller's `command`, listening on `port` (the sandbox's
+/// sandboxd port); `Err` says what cannot be used.
+pub fn sandboxd_args(command: &[String], port: u16) -> Result<Vec<String>, String> {
     let rest: &[String] = if let Some(m) = command.iter().position(|a| a == "-m") {
         command.get(m + 2..).unwrap_or_default()
     } else if command
@@ -32,7 +33,7 @@ pub fn sandboxd_args(command: &[String]) -> Result<Vec<String>, String> {
         command
     };
     let mut args = vec![
-        SANDBOXD_PORT.to_string(),
+        port.to_string(),
         "--host".to_string(),
         "0.0.0.0".to_string(),
         "--output-dir".to_string(),

@@ -1,6 +1,10 @@
 //! Which sandbox image a caller's image runs as: the caller's image is mapped to a local one
 //! (the configured mapping, itself if the engine has it, else the default image), and a local
 //! base image is made a sandbox image once ([`image::sandbox_image_for`]) and remembered.
+//!
+//! A backend without an image engine (kubernetes: its nodes pull images) runs the configured
+//! mapping, else the default image, as it is named: the operator publishes those as sandbox
+//! images. Nothing can be looked up there, so `/image_exists` is refused rather than guessed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -37,11 +41,20 @@ impl SandboxImages {
     /// The sandbox image a caller's image runs as.
     pub(super) async fn for_caller(
         &self,
-        docker: &Docker,
+        docker: Option<&Docker>,
         image: &str,
     ) -> Result<String, ServeError> {
+        let Some(docker) = docker else {
+            return Ok(self.configured_or_default(image).to_string());
+        };
         let local = self.local_image_for(docker, image).await?;
-        self.sandbox_image(docker, &local).await
+        self.sandbox_image(Some(docker), &local).await
+    }
+
+    /// The image a caller's image runs as where images cannot be looked up: its mapping, else
+    /// the default image.
+    fn configured_or_default(&self, image: &str) -> &str {
+        self.configured(image).unwrap_or(&self.default_image)
     }
 
     /// The local image a caller's image runs as when the configuration decides it: its
@@ -60,12 +73,19 @@ impl SandboxImages {
     }
 
     /// The local image a caller's image names, described, if the engine has it: `None` when
-    /// `/start` would run another image instead.
+    /// `/start` would run another image instead. Refused without an engine: a registry the
+    /// nodes pull from is not the service's to look into.
     pub(super) async fn local_info(
         &self,
-        docker: &Docker,
+        docker: Option<&Docker>,
         image: &str,
     ) -> Result<Option<ImageInfo>, ServeError> {
+        let Some(docker) = docker else {
+            return Err(ServeError::Unsupported(format!(
+                "this service cannot tell whether image {image:?} exists: its sandboxes' nodes pull images from where the operator published them, which it cannot look into. Run a sandbox image the operator published (it runs {:?} for this name): set SANDBOX_RUNTIME_CONTAINER_IMAGE, and the client asks no /image_exists and no /build",
+                self.configured_or_default(image)
+            )));
+        };
         let local = self.configured_or_itself(image);
         match image::describe(docker, &local).await {
             Ok(info) => Ok(Some(info)),
@@ -87,12 +107,16 @@ impl SandboxImages {
         }
     }
 
-    /// The sandbox image for a local image (made once, with sandboxd added, if it is a base).
+    /// The sandbox image for a local image (made once, with sandboxd added, if it is a base);
+    /// without an engine, the image as it is named (the operator's sandbox image).
     pub(super) async fn sandbox_image(
         &self,
-        docker: &Docker,
+        docker: Option<&Docker>,
         local: &str,
     ) -> Result<String, ServeError> {
+        let Some(docker) = docker else {
+            return Ok(local.to_string());
+        };
         let mut tags = self.tags.lock().await;
         if let Some(tag) = tags.get(local) {
             return Ok(tag.clone());

@@ -7,7 +7,7 @@
 //!   `pool` (warm pools and their filler), `images` (caller image → sandbox image, made once),
 //!   `recovery` (a previous run's sandboxes and claims, at start), `reaper` (idle stop);
 //! - `backend`: the engine the sandboxes run on, behind the `Backend` trait (`docker`: one
-//!   Docker engine; `swarm`: a Docker Swarm's services);
+//!   Docker engine; `swarm`: a Docker Swarm's services; `kubernetes`: a namespace's pods);
 //! - [`routes`] is the HTTP layer (the only one of this module);
 //! - [`auth`]: API keys; [`command`]: the caller's start command mapped onto sandboxd;
 //!   [`store`]: claims on disk.
@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use crate::runtime::docker::{DockerError, Egress, Limits, SandboxConfig, config};
 
-pub use backend::BackendKind;
+pub use backend::{BackendKind, KubeConnection, KubeError, KubernetesSettings};
 pub(crate) use service::SandboxService;
 pub use tls::TlsFiles;
 
@@ -208,6 +208,13 @@ pub enum ServeError {
     /// can help.
     #[error("{0}")]
     Conflict(String),
+    /// The service's backend cannot do this at all (HTTP 409; the message says what to do
+    /// instead). Retrying cannot help.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The Kubernetes API failed; its error says whether retrying helps.
+    #[error(transparent)]
+    Kubernetes(#[from] backend::KubeError),
     /// Docker failed; its error says whether retrying helps.
     #[error(transparent)]
     Docker(#[from] DockerError),

@@ -13,6 +13,7 @@ use tokio::sync::{Notify, watch};
 
 use super::backend::{Backend, Profile, Spec, Warm};
 use super::{ServeConfig, ServeError, lock};
+use crate::runtime::docker::Limits;
 
 /// Wait after a failed warm-sandbox creation before the next attempt.
 const POOL_RETRY: Duration = Duration::from_secs(5);
@@ -105,7 +106,8 @@ impl WarmPools {
             let mut failed = false;
             for tag in self.targets.keys() {
                 while self.is_short(tag) && !*stop.borrow() {
-                    match create_warm(backend, config, tag, &Profile::pooled(config)).await {
+                    let profile = Profile::pooled(config);
+                    match create_warm(backend, config, tag, &profile, &config.limits).await {
                         Ok(warm) => self.push(tag, warm),
                         Err(e) => {
                             tracing::warn!(%tag, error = %e, "cannot create a warm sandbox");
@@ -131,12 +133,13 @@ impl WarmPools {
     }
 }
 
-/// Creates one pre-started sandbox of `tag` with the service's base limits and `profile`.
+/// Creates one pre-started sandbox of `tag` with `profile` and `limits`.
 pub(super) async fn create_warm(
     backend: &dyn Backend,
     config: &ServeConfig,
     tag: &str,
     profile: &Profile,
+    limits: &Limits,
 ) -> Result<Warm, ServeError> {
     let runtime_id = format!(
         "rt-{}",
@@ -146,6 +149,7 @@ pub(super) async fn create_warm(
         runtime_id: &runtime_id,
         tag,
         profile,
+        limits,
     };
     backend.create(config, spec).await
 }

@@ -78,7 +78,9 @@ impl IntoResponse for ServeError {
             ServeError::BadRequest(text) => detail(StatusCode::BAD_REQUEST, text),
             ServeError::Unprocessable(text) => detail(StatusCode::UNPROCESSABLE_ENTITY, text),
             ServeError::NotFound(text) => detail(StatusCode::NOT_FOUND, text),
-            ServeError::Conflict(text) => detail(StatusCode::CONFLICT, text),
+            ServeError::Conflict(text) | ServeError::Unsupported(text) => {
+                detail(StatusCode::CONFLICT, text)
+            }
             ServeError::Forbidden(text) => detail(StatusCode::FORBIDDEN, text),
             other => {
                 // Details (engine messages, paths) go to the log, not to callers.

@@ -33,7 +33,7 @@ use super::pool::{self, WarmPools, send_configuration};
 use super::store::{Claim, ClaimStore};
 use super::table::{Begin, Entry, Table};
 use super::{ServeConfig, ServeError, command, reaper, recovery};
-use crate::runtime::docker::{Egress, UserError, image};
+use crate::runtime::docker::{Egress, Limits, UserError, image};
 
 /// Largest `resource_factor` accepted.
 const MAX_RESOURCE_FACTOR: f64 = 16.0;
@@ -195,15 +195,24 @@ impl SandboxService {
         owner: &Caller,
         request: BuildRequest,
     ) -> Result<BuildResponse, ServeError> {
-        let result = self.run_build(&request).await;
+        let Some(docker) = self.backend.engine() else {
+            return Err(ServeError::Unsupported(format!(
+                "the {} backend builds no images: build the sandbox image on a Docker host (agentd image build), publish it where the nodes pull from (a registry, or ctr import on each node), map the caller's image to it ([serve] images) and set SANDBOX_RUNTIME_CONTAINER_IMAGE, so that the client builds nothing",
+                self.backend.kind()
+            )));
+        };
+        let result = self.run_build(docker, &request).await;
         let build_id = self.builds.record(owner, &request.target_image, result)?;
         Ok(BuildResponse { build_id })
     }
 
-    async fn run_build(&self, request: &BuildRequest) -> Result<(), String> {
+    async fn run_build(
+        &self,
+        docker: &bollard::Docker,
+        request: &BuildRequest,
+    ) -> Result<(), String> {
         let base = builds::base_image(&request.context)?;
-        let docker = self.backend.engine();
-        let local = match self.images.local_info(docker, &base).await {
+        let local = match self.images.local_info(Some(docker), &base).await {
             Ok(Some(_)) => self.images.configured_or_itself(&base),
             Ok(None) => {
                 return Err(format!(
@@ -214,7 +223,7 @@ impl SandboxService {
         };
         let tag = self
             .images
-            .sandbox_image(docker, &local)
+            .sandbox_image(Some(docker), &local)
             .await
             .map_err(|e| e.to_string())?;
         for name in std::iter::once(&request.target_image).chain(&request.tags) {
@@ -257,7 +266,8 @@ impl SandboxService {
         owner: &Caller,
         request: StartRequest,
     ) -> Result<StartResponse, ServeError> {
-        let args = command::sandboxd_args(&request.command).map_err(ServeError::BadRequest)?;
+        let args = command::sandboxd_args(&request.command, self.backend.sandboxd_port())
+            .map_err(ServeError::BadRequest)?;
         let user = command::requested_user(&args).map_err(ServeError::BadRequest)?;
         if user.is_root() && !self.config.sandbox.allow_root {
             return Err(ServeError::Forbidden(UserError::RootRequested.to_string()));
@@ -269,6 +279,9 @@ impl SandboxService {
             )));
         }
         self.capacity.check(&self.config.limits, factor)?;
+        if let Some(class) = &request.runtime_class {
+            self.backend.check_runtime_class(class)?;
+        }
         if request.session_id.is_empty() {
             return Err(ServeError::BadRequest("session_id is empty".to_string()));
         }
@@ -295,20 +308,29 @@ impl SandboxService {
             user,
             sudo: self.may_sudo(owner),
             egress: self.egress_of(owner, &request.image).clone(),
+            runtime_class: request.runtime_class.clone(),
         };
-        let pooled_profile = profile == Profile::pooled(&self.config);
+        // Another factor scales a warm sandbox's limits once claimed, or, on a backend that
+        // cannot change them, is the limits of a sandbox made for this start.
+        let scaled = (factor != 1.0).then(|| self.config.limits.scaled(factor));
+        let (made_with, resize) = match scaled {
+            Some(limits) if !self.backend.resizes() => (Some(limits), None),
+            other => (None, other),
+        };
+        let pooled_profile = profile == Profile::pooled(&self.config) && made_with.is_none();
+        let limits = made_with.as_ref().unwrap_or(&self.config.limits);
         loop {
             let pooled = pooled_profile.then(|| self.pools.take(&tag)).flatten();
             let warm = match pooled {
                 Some(warm) => warm,
                 None => {
-                    tracing::info!(%tag, %user, sudo = profile.sudo, "no warm sandbox: creating one");
-                    pool::create_warm(&*self.backend, &self.config, &tag, &profile).await?
+                    tracing::info!(%tag, %user, sudo = profile.sudo, runtime_class = ?profile.runtime_class, "no warm sandbox: creating one");
+                    pool::create_warm(&*self.backend, &self.config, &tag, &profile, limits).await?
                 }
             };
             self.pools.wake_filler();
             match self
-                .claim(owner, &request, args.clone(), warm.clone())
+                .claim(owner, &request, args.clone(), warm.clone(), resize.as_ref())
                 .await
             {
                 Ok(Some(entry)) => {
@@ -351,14 +373,16 @@ impl SandboxService {
         }
     }
 
-    /// Gives `warm` to the caller: the claim, its limits, then its configuration. `None`: another
-    /// replica claimed it first.
+    /// Gives `warm` to the caller: the claim, its limits (`resize`, when they differ from
+    /// those it was made with), then its configuration. `None`: another replica claimed it
+    /// first.
     async fn claim(
         &self,
         owner: &Caller,
         request: &StartRequest,
         args: Vec<String>,
         warm: Warm,
+        resize: Option<&Limits>,
     ) -> Result<Option<Entry>, ServeError> {
         let session_api_key = random_hex(32).map_err(|e| ServeError::Internal(e.to_string()))?;
         let claim = Claim {
@@ -376,10 +400,9 @@ impl SandboxService {
         if !self.save_claim(&warm.container.id, &claim, true).await? {
             return Ok(None);
         }
-        if request.resource_factor != 1.0 {
-            let limits = self.config.limits.scaled(request.resource_factor);
+        if let Some(limits) = resize {
             self.backend
-                .update_limits(&warm.container.id, &limits)
+                .update_limits(&warm.container.id, limits)
                 .await?;
         }
         let mut claim = claim;

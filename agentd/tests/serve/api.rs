@@ -200,6 +200,12 @@ async fn requests_that_cannot_work_are_refused_precisely() {
         text.contains("the largest resource_factor it can give is"),
         "{text}"
     );
+    // A runtime class is the kubernetes backend's: here it is refused, never dropped.
+    let mut request = start_request("bad");
+    request.runtime_class = Some("sysbox-runc".to_string());
+    let err = api.start(&request).await.unwrap_err();
+    assert_eq!(err.status(), Some(400), "{err}");
+    assert!(err.to_string().contains("sysbox-runc"), "{err}");
     let response = reqwest::Client::new()
         .post(format!("{}/start", service.url))
         .header("X-API-Key", KEY_A)

@@ -98,7 +98,8 @@ async fn a_configuration_interrupted_by_a_kill_is_finished_after_the_restart() {
     service.kill();
     let key = "interrupted-session-key";
     let configure = protocol::api::ConfigureRequest {
-        args: agentd::start_command::sandboxd_args(&start_request("interrupted").command).unwrap(),
+        args: agentd::start_command::sandboxd_args(&start_request("interrupted").command, 8000)
+            .unwrap(),
         env: agentd::start_command::environment(&Default::default(), key),
     };
     let claim = serde_json::json!({

@@ -217,6 +217,41 @@ impl SandboxConfig {
         (0..self.app_ports.min(MAX_APP_PORTS)).map(|i| APP_PORT_BASE + i)
     }
 
+    /// sandboxd's command line in a sandbox, listening on `port` of every address (or on its
+    /// socket in [`SOCKET_DIR`] with `socket`).
+    pub(crate) fn sandboxd_command(&self, port: u16, socket: bool) -> Vec<String> {
+        let user = self.user_or_default();
+        let mut cmd = vec![
+            SANDBOXD_PATH.to_string(),
+            port.to_string(),
+            "--working-dir".to_string(),
+            WORKSPACE.to_string(),
+            "--host".to_string(),
+            "0.0.0.0".to_string(),
+            "--username".to_string(),
+            user.name().to_string(),
+            "--user-id".to_string(),
+            user.uid.to_string(),
+            "--output-dir".to_string(),
+            "/tmp/sandboxd-outputs".to_string(),
+            // The container's user runs nothing but the agent's code.
+            "--agent-processes".to_string(),
+            "user".to_string(),
+        ];
+        if self.await_configuration {
+            cmd.push("--await-configuration".to_string());
+        }
+        if socket {
+            cmd.push("--unix-socket".to_string());
+            cmd.push(format!("{SOCKET_DIR}/{SOCKET_NAME}"));
+        }
+        if !self.plugins.is_empty() {
+            cmd.push("--plugins".to_string());
+            cmd.extend(self.plugins.iter().cloned());
+        }
+        cmd
+    }
+
     /// The container of a sandbox whose engine makes its network and disk (a Docker Swarm
     /// task): the same command, environment, user, capabilities, limits and tmpfs as
     /// [`Self::container_body`] gives a container of ours, on no network of ours.
@@ -239,34 +274,7 @@ impl SandboxConfig {
         let port = format!("{SANDBOXD_PORT}/tcp");
         let user = self.user_or_default();
         let home = user.home();
-        let mut cmd = vec![
-            SANDBOXD_PATH.to_string(),
-            SANDBOXD_PORT.to_string(),
-            "--working-dir".to_string(),
-            WORKSPACE.to_string(),
-            "--host".to_string(),
-            "0.0.0.0".to_string(),
-            "--username".to_string(),
-            user.name().to_string(),
-            "--user-id".to_string(),
-            user.uid.to_string(),
-            "--output-dir".to_string(),
-            "/tmp/sandboxd-outputs".to_string(),
-            // The container's user runs nothing but the agent's code.
-            "--agent-processes".to_string(),
-            "user".to_string(),
-        ];
-        if self.await_configuration {
-            cmd.push("--await-configuration".to_string());
-        }
-        if socket_dir.is_some() {
-            cmd.push("--unix-socket".to_string());
-            cmd.push(format!("{SOCKET_DIR}/{SOCKET_NAME}"));
-        }
-        if !self.plugins.is_empty() {
-            cmd.push("--plugins".to_string());
-            cmd.extend(self.plugins.iter().cloned());
-        }
+        let cmd = self.sandboxd_command(SANDBOXD_PORT, socket_dir.is_some());
         let key_variable = if self.await_configuration {
             "SANDBOXD_CONFIGURE_KEY"
         } else {

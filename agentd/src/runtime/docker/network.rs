@@ -128,7 +128,7 @@ impl Egress {
     }
 
     /// The address rules of an allow-list.
-    fn cidrs(&self) -> Vec<&CidrRule> {
+    pub(crate) fn cidrs(&self) -> Vec<&CidrRule> {
         self.rules(|r| match r {
             EgressRule::Cidr(c) => Some(c),
             EgressRule::Domain(_) => None,

@@ -51,15 +51,15 @@ impl Backend for DockerBackend {
         "docker"
     }
 
-    fn engine(&self) -> &bollard::Docker {
-        self.docker.docker()
+    fn engine(&self) -> Option<&bollard::Docker> {
+        Some(self.docker.docker())
     }
 
     async fn create(&self, config: &ServeConfig, spec: Spec<'_>) -> Result<Warm, ServeError> {
         let sandbox_config = SandboxConfig {
             image: spec.tag.to_string(),
             plugins: Vec::new(),
-            limits: config.limits.clone(),
+            limits: spec.limits.clone(),
             publish_address: config.publish_address.clone(),
             await_configuration: true,
             user: Some(spec.profile.user),

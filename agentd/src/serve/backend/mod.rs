@@ -1,12 +1,14 @@
 //! The engines a service runs its sandboxes on, behind one trait: [`Backend`]. `docker` drives
 //! one Docker engine (containers with published ports); `swarm` drives a Docker Swarm (one
-//! replicated service per sandbox). The rest of `serve` (claims, pools, recovery, the reaper,
+//! replicated service per sandbox); `kubernetes` drives a Kubernetes namespace (one pod per
+//! sandbox). The rest of `serve` (claims, pools, recovery, the reaper,
 //! the front door) sees only this module's types: a sandbox is an id the backend gave it, a
 //! URL the service reaches its sandboxd at, and a [`SandboxState`].
 //!
 //! Which backend a service runs on is [`BackendKind`] (`--backend`).
 
 pub(super) mod docker;
+mod kubernetes;
 mod swarm;
 
 use std::collections::BTreeMap;
@@ -15,9 +17,11 @@ use async_trait::async_trait;
 
 use super::store::Claim;
 use super::{ServeConfig, ServeError};
+use crate::runtime::docker::config::SANDBOXD_PORT;
 use crate::runtime::docker::{Egress, Limits, SandboxUser};
 
 pub(super) use docker::DockerBackend;
+pub use kubernetes::{KubeConnection, KubeError, KubernetesSettings};
 pub(super) use swarm::SwarmBackend;
 
 /// One of the service's sandboxes, as the service reaches it (waiting in a pool or claimed).
@@ -44,15 +48,17 @@ pub(super) struct Warm {
     pub(super) configure_key: String,
 }
 
-/// What a sandbox is made with beyond its image: the user it runs as, whether it may sudo, and
-/// where it may connect (the egress policy is part of its network, made with the container).
-/// Warm sandboxes are made with the service's default ([`Profile::pooled`]); a caller whose
-/// profile differs gets a new sandbox.
+/// What a sandbox is made with beyond its image: the user it runs as, whether it may sudo,
+/// where it may connect (the egress policy is part of its network, made with the container),
+/// and the runtime class it runs under. Warm sandboxes are made with the service's default
+/// ([`Profile::pooled`]); a caller whose profile differs gets a new sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Profile {
     pub(super) user: SandboxUser,
     pub(super) sudo: bool,
     pub(super) egress: Egress,
+    /// The runtime class the caller asked for (one [`Backend::check_runtime_class`] allowed).
+    pub(super) runtime_class: Option<String>,
 }
 
 impl Profile {
@@ -62,16 +68,22 @@ impl Profile {
             user: SandboxUser::default(),
             sudo: config.sandbox.sudo,
             egress: config.sandbox.egress.clone(),
+            runtime_class: None,
         }
     }
 
     /// The profile label of a sandbox made with this profile by `config`'s service: a
     /// restarted service adopts only warm sandboxes with its own.
     pub(super) fn label(&self, config: &ServeConfig) -> String {
-        format!(
+        let mut label = format!(
             "user={};sudo={};app-ports={};egress={}",
             self.user, self.sudo, config.sandbox.app_ports, self.egress
-        )
+        );
+        if let Some(class) = &self.runtime_class {
+            label.push_str(";runtime-class=");
+            label.push_str(class);
+        }
+        label
     }
 }
 
@@ -113,6 +125,9 @@ pub(super) struct Spec<'a> {
     /// The sandbox image.
     pub(super) tag: &'a str,
     pub(super) profile: &'a Profile,
+    /// Its memory and CPU limits (the service's, or scaled by a `resource_factor` on a backend
+    /// that cannot change them later: [`Backend::resizes`]).
+    pub(super) limits: &'a Limits,
 }
 
 /// An engine that runs the service's sandboxes. Every sandbox it makes carries the service's
@@ -120,14 +135,39 @@ pub(super) struct Spec<'a> {
 /// after a restart.
 #[async_trait]
 pub(super) trait Backend: Send + Sync + std::fmt::Debug {
-    /// The backend's name (`docker`, `swarm`), for logs.
+    /// The backend's name (`docker`, `swarm`, `kubernetes`), for logs and messages.
     fn kind(&self) -> &'static str;
 
-    /// The Docker engine sandbox images are made in and looked up from.
-    fn engine(&self) -> &bollard::Docker;
+    /// The Docker engine sandbox images are made in and looked up from, whose host also bounds
+    /// what one sandbox may be given; `None` when the backend has none (kubernetes: nodes pull
+    /// the images the operator published, and the scheduler places pods by their requests).
+    fn engine(&self) -> Option<&bollard::Docker>;
+
+    /// The port sandboxd listens on inside a sandbox (the configuration sent to a waiting
+    /// sandboxd keeps it).
+    fn sandboxd_port(&self) -> u16 {
+        SANDBOXD_PORT
+    }
+
+    /// Refuses a runtime class (a `/start`'s `runtime_class`) this backend does not run
+    /// sandboxes under: a 400 where it has none, a 403 naming the setting where the operator
+    /// did not allow that one.
+    fn check_runtime_class(&self, class: &str) -> Result<(), ServeError> {
+        Err(ServeError::BadRequest(format!(
+            "runtime_class {class:?}: the {} backend runs sandboxes under no runtime class (the kubernetes backend does, for the classes its operator allows)",
+            self.kind()
+        )))
+    }
+
+    /// Whether [`Backend::update_limits`] changes a running sandbox's limits. Where it cannot,
+    /// a `/start` with a `resource_factor` other than 1 gets a sandbox made with the scaled
+    /// limits instead of a warm one.
+    fn resizes(&self) -> bool {
+        true
+    }
 
     /// Creates one pre-started sandbox (sandboxd waiting for its configuration) with the
-    /// service's base limits, and waits until it listens. Nothing is left on failure.
+    /// spec's limits, and waits until it listens. Nothing is left on failure.
     async fn create(&self, config: &ServeConfig, spec: Spec<'_>) -> Result<Warm, ServeError>;
 
     /// Removes a sandbox; one that is gone already is no error.
@@ -176,6 +216,8 @@ pub enum BackendKind {
         /// The host ports sandboxes are published at.
         ports: std::ops::RangeInclusive<u16>,
     },
+    /// Pods of a Kubernetes namespace.
+    Kubernetes(KubernetesSettings),
 }
 
 /// Connects to the backend `config` names.
@@ -184,6 +226,9 @@ pub(super) async fn connect(config: &ServeConfig) -> Result<Box<dyn Backend>, Se
         BackendKind::Docker => Box::new(DockerBackend::connect()?),
         BackendKind::Swarm { ports } => {
             Box::new(SwarmBackend::connect(config, ports.clone()).await?)
+        }
+        BackendKind::Kubernetes(settings) => {
+            Box::new(kubernetes::KubernetesBackend::connect(config, settings).await?)
         }
     })
 }

@@ -268,7 +268,7 @@ impl SwarmBackend {
         let sandbox = SandboxConfig {
             image: tag,
             plugins: Vec::new(),
-            limits: config.limits.clone(),
+            limits: spec.limits.clone(),
             await_configuration: true,
             user: Some(chosen),
             sudo: spec.profile.sudo,
@@ -528,8 +528,8 @@ impl Backend for SwarmBackend {
         "swarm"
     }
 
-    fn engine(&self) -> &Docker {
-        &self.docker
+    fn engine(&self) -> Option<&Docker> {
+        Some(&self.docker)
     }
 
     async fn create(&self, config: &ServeConfig, spec: Spec<'_>) -> Result<Warm, ServeError> {

@@ -34,7 +34,7 @@ fn strings(args: &[&str]) -> Vec<String> {
 #[test]
 fn the_reference_command_maps_onto_sandboxd() {
     let command = testkit::reference_start_command(&["agent_skills", "jupyter"]);
-    let args = sandboxd_args(&command).unwrap();
+    let args = sandboxd_args(&command, 8000).unwrap();
     assert_eq!(
         args,
         strings(&[
@@ -59,11 +59,11 @@ fn the_reference_command_maps_onto_sandboxd() {
 
 #[test]
 fn an_empty_command_gets_the_defaults_and_foreign_flags_are_refused() {
-    let args = sandboxd_args(&[]).unwrap();
+    let args = sandboxd_args(&[], 8000).unwrap();
     assert!(args.ends_with(&strings(&["--working-dir", "/workspace"])));
-    let err = sandboxd_args(&strings(&["sandboxd", "1", "--unix-socket", "/x"])).unwrap_err();
+    let err = sandboxd_args(&strings(&["sandboxd", "1", "--unix-socket", "/x"]), 8000).unwrap_err();
     assert!(err.contains("--unix-socket"), "{err}");
-    let err = sandboxd_args(&strings(&["sandboxd", "--session-api-key=x"])).unwrap_err();
+    let err = sandboxd_args(&strings(&["sandboxd", "--session-api-key=x"]), 8000).unwrap_err();
     assert!(err.contains("--session-api-key"), "{err}");
 }
 
