@@ -119,13 +119,7 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
     }
     if let Some(action) = sandbox_tool_action(name, &args) {
         let ToolAction { mut kind, timeout } = action.map_err(malformed)?;
-        // The risk the model declares; another value is logged and leaves it unknown.
-        if let Some(label) = args.optional_str(SECURITY_RISK).map_err(malformed)? {
-            match Risk::from_label(&label) {
-                Some(risk) => kind.set_security_risk(risk.as_i64()),
-                None => tracing::warn!(%label, "the model gave an unknown security_risk"),
-            }
-        }
+        declare_risk(&mut kind, &args);
         let mut action = Action::from(kind);
         action.timeout = timeout;
         return Ok(action);
@@ -161,13 +155,7 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
                 browser_actions: args.required_str("code").map_err(malformed)?,
                 ..BrowseInteractiveArgs::default()
             });
-            if let Some(risk) = args
-                .optional_str(SECURITY_RISK)
-                .map_err(malformed)?
-                .and_then(|label| Risk::from_label(&label))
-            {
-                kind.set_security_risk(risk.as_i64());
-            }
+            declare_risk(&mut kind, &args);
             Ok(Action::from(kind))
         }
         DELEGATE => {
@@ -184,6 +172,20 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
             Ok(action)
         }
         other => Err(not_registered(other, call)),
+    }
+}
+
+/// The risk the model declares in a call's `security_risk` (required by the schema), set on
+/// `kind`. As the reference does it: a call without one keeps the risk unknown; a value that
+/// is not one of the levels is logged and leaves it unknown. (A prompted call without one, or
+/// with another value, never gets here: the parser refuses it.)
+fn declare_risk(kind: &mut ActionKind, args: &ToolArgs<'_>) {
+    let Some(value) = args.get(SECURITY_RISK) else {
+        return;
+    };
+    match value.as_str().and_then(Risk::from_label) {
+        Some(risk) => kind.set_security_risk(risk.as_i64()),
+        None => tracing::warn!(%value, "the model gave an unknown security_risk"),
     }
 }
 

@@ -217,12 +217,16 @@ fn delegate() -> Tool {
     )
 }
 
-/// The argument in which the model says how risky a call of a sandbox tool is (the
-/// reference's). Not required, unlike there: a call without it (a model that does not know
-/// it, a recorded prompted-mode call) is not refused, its risk is unknown.
+/// The argument in which the model says how risky a call of a sandbox tool is: the
+/// reference's, and required as it is there (`execute_bash`, `execute_ipython_cell`,
+/// `str_replace_editor`, `browser`), with or without confirmation mode. What a call without it
+/// gets is the reference's too: a native call is taken with its risk unknown (its function
+/// calling checks only the tool's own arguments, then sets the risk if the value is one of
+/// the levels and logs any other value), while a prompted call is refused, as its converter
+/// refuses any call that lacks a required parameter or gives a value outside an `enum`.
 pub(crate) const SECURITY_RISK: &str = "security_risk";
 
-/// `parameters` with the [`SECURITY_RISK`] argument added.
+/// `parameters` with the [`SECURITY_RISK`] argument added, and required.
 fn with_security_risk(mut parameters: Value) -> Value {
     if let Some(properties) = parameters["properties"].as_object_mut() {
         properties.insert(
@@ -234,6 +238,10 @@ fn with_security_risk(mut parameters: Value) -> Value {
                 "enum": ["LOW", "MEDIUM", "HIGH"]
             }),
         );
+    }
+    match parameters["required"].as_array_mut() {
+        Some(required) => required.push(json!(SECURITY_RISK)),
+        None => parameters["required"] = json!([SECURITY_RISK]),
     }
     parameters
 }
@@ -315,18 +323,13 @@ fn browser() -> Tool {
     tool(
         BROWSER,
         BROWSER_DESCRIPTION,
-        json!({
+        with_security_risk(json!({
             "type": "object",
             "properties": {
-                "code": {"type": "string", "description": code},
-                "security_risk": {
-                    "type": "string",
-                    "description": "The LLM's assessment of the safety risk of this action.",
-                    "enum": ["LOW", "MEDIUM", "HIGH"]
-                }
+                "code": {"type": "string", "description": code}
             },
             "required": ["code"]
-        }),
+        })),
     )
 }
 
