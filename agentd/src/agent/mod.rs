@@ -40,7 +40,8 @@ pub struct Step {
     /// log; nobody reads figures back out of it.
     pub(crate) action: Action,
     /// The LLM client's running total in USD after this step's call; `None` when the step
-    /// made no call (a queued call of an earlier answer, a condensation, a replay).
+    /// made no call (a queued call of an earlier answer, a condensation, a replay). The budget
+    /// of a run without an LLM registry counts it; a run with one counts the registry's total.
     pub(crate) accumulated_cost: Option<f64>,
 }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use agentd::DEFAULT_MAX_ITERATIONS;
 use agentd::ToolSet;
 use agentd::docker::{SandboxConfig, SandboxUser, choose_user};
+use agentd::{AGENT_SERVICE, CONDENSER_SERVICE};
 use agentd::{Agent, AgentFactory, ReplayAgent, ScriptedAgent, ToolProfile};
 use agentd::{AnalyzerKind, SecurityAnalyzer, SecurityConfig};
 use agentd::{CodeActAgent, CodeActConfig};
@@ -234,7 +235,7 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             if args.agent == "BrowsingAgent" {
                 let model = llm.model.clone();
                 let llm = registry
-                    .get("agent", Some(&llm))
+                    .get(AGENT_SERVICE, Some(&llm))
                     .with_context(|| format!("cannot set up the model {model}"))?
                     .with_secret_mask(mask.clone());
                 llms = Some(registry);
@@ -556,7 +557,9 @@ pub(super) fn docker_settings(file: &FileConfig, docker: &mut SandboxConfig) -> 
 }
 
 /// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
-/// the model's calls on stderr, and the agents it may delegate to (on the same model).
+/// the model's calls on stderr, and the agents it may delegate to (on the same model). Its
+/// models come from `registry`: the agent's as `agent`, and a condenser's that calls one as
+/// `condenser` (the same model, a client and metrics of its own).
 pub(super) fn codeact(
     registry: &LlmRegistry,
     llm: LlmConfig,
@@ -571,19 +574,32 @@ pub(super) fn codeact(
         None => None,
     };
     let model = llm.model.clone();
+    let retry_mask = mask.clone();
+    let listener = std::sync::Arc::new(move |notice: &RetryNotice| {
+        eprintln!(
+            "agentd: the model's call failed (attempt {}/{}): {}; retrying in {:.1} s",
+            notice.attempt,
+            notice.max_attempts,
+            retry_mask.mask(&notice.error),
+            notice.wait.as_secs_f64()
+        );
+    });
+    let condenser = file.condenser.clone().unwrap_or_default();
+    let condenser_llm = if condenser.calls_model() {
+        let llm = registry
+            .get(CONDENSER_SERVICE, Some(&llm.for_service(CONDENSER_SERVICE)))
+            .with_context(|| format!("cannot set up the condenser's model {model}"))?
+            .with_secret_mask(mask.clone())
+            .with_retry_listener(listener.clone());
+        Some(llm)
+    } else {
+        None
+    };
     let llm = registry
-        .get("agent", Some(&llm))
+        .get(AGENT_SERVICE, Some(&llm))
         .with_context(|| format!("cannot set up the model {model}"))?
-        .with_secret_mask(mask.clone())
-        .with_retry_listener(std::sync::Arc::new(move |notice: &RetryNotice| {
-            eprintln!(
-                "agentd: the model's call failed (attempt {}/{}): {}; retrying in {:.1} s",
-                notice.attempt,
-                notice.max_attempts,
-                mask.mask(&notice.error),
-                notice.wait.as_secs_f64()
-            );
-        }));
+        .with_secret_mask(mask)
+        .with_retry_listener(listener);
     let defaults = ToolSet::default();
     let config = CodeActConfig {
         tools: ToolSet {
@@ -598,7 +614,8 @@ pub(super) fn codeact(
                 .unwrap_or(defaults.condensation_request),
         },
         system_prompt,
-        condenser: file.condenser.clone().unwrap_or_default(),
+        condenser,
+        condenser_llm,
         profile: ToolProfile::CodeAct,
     };
     let delegate_llm = llm.clone();

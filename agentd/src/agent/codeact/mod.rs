@@ -39,6 +39,9 @@ pub struct CodeActConfig {
     pub system_prompt: Option<String>,
     /// How the history is kept within the model's reach.
     pub condenser: CondenserConfig,
+    /// The model a condenser that calls one uses (`llm`): the run registry's `condenser`
+    /// service. `None`: the agent's own model (whose metrics it then shares).
+    pub condenser_llm: Option<Llm>,
     /// Which agent this is: the CodeAct agent, or `ReadOnlyAgent` (its own tools and prompt).
     pub profile: ToolProfile,
 }
@@ -78,8 +81,9 @@ impl CodeActAgent {
         memory.vision = llm.vision();
         memory.system_prompt = Some(system_prompt.clone());
         let condenses = config.condenser != CondenserConfig::NoOp;
+        let condenser_llm = config.condenser_llm.unwrap_or_else(|| llm.clone());
         Ok(CodeActAgent {
-            condenser: config.condenser.build(Some(llm.clone()))?,
+            condenser: config.condenser.build(Some(condenser_llm))?,
             tools: tools::tools_of(config.profile, config.tools),
             mcp_tools: HashSet::new(),
             llm,
