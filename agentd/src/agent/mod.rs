@@ -25,7 +25,7 @@ pub use replay::ReplayAgent;
 pub use scripted::ScriptedAgent;
 
 /// The agents a `delegate` action may name: the agent factory of a run makes them.
-pub(crate) const DELEGATE_AGENTS: &[&str] = &["ReadOnlyAgent", "DummyAgent"];
+pub(crate) const DELEGATE_AGENTS: &[&str] = &["ReadOnlyAgent", "BrowsingAgent", "DummyAgent"];
 
 /// What [`Agent::step`] returns: a future of the next action, borrowing the agent, the state
 /// and the history for the duration of the step.

@@ -93,3 +93,19 @@ fn security_risk_is_required_of_the_sandbox_tools_and_the_browser_and_of_no_othe
         }
     }
 }
+
+/// The agents the tool names are those a run can start: a prompted call of another is
+/// refused by the parser (BrowsingAgent was missing from the `enum`).
+#[test]
+fn the_delegate_tool_names_every_agent_a_run_can_start() {
+    let all = tools(ToolSet {
+        delegate: true,
+        ..ToolSet::default()
+    });
+    let delegate = all.iter().find(|t| t.function.name == DELEGATE).unwrap();
+    assert_eq!(
+        delegate.function.parameters["properties"]["agent"]["enum"],
+        json!(crate::agent::DELEGATE_AGENTS)
+    );
+    assert!(crate::agent::DELEGATE_AGENTS.contains(&"BrowsingAgent"));
+}
