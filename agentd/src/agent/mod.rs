@@ -9,6 +9,7 @@
 
 mod browsing;
 pub(crate) mod codeact;
+mod loc;
 mod replay;
 mod scripted;
 
@@ -25,7 +26,8 @@ pub use replay::ReplayAgent;
 pub use scripted::ScriptedAgent;
 
 /// The agents a `delegate` action may name: the agent factory of a run makes them.
-pub(crate) const DELEGATE_AGENTS: &[&str] = &["ReadOnlyAgent", "BrowsingAgent", "DummyAgent"];
+pub(crate) const DELEGATE_AGENTS: &[&str] =
+    &["ReadOnlyAgent", "LocAgent", "BrowsingAgent", "DummyAgent"];
 
 /// What [`Agent::step`] returns: a future of the next action, borrowing the agent, the state
 /// and the history for the duration of the step.

@@ -176,6 +176,7 @@ mod browsing;
 mod confirmation;
 mod delegation;
 mod interactive;
+mod loc;
 mod mcp;
 mod recall;
 mod router;

@@ -5,7 +5,8 @@
 //! user that waits for a reply.
 //!
 //! A call of one of the run's MCP tools becomes a `call_tool_mcp` action (its arguments as
-//! they are: the MCP server checks them), with the reference's `message`.
+//! they are: the MCP server checks them), with the reference's `message`. `ReadOnlyAgent`'s
+//! and `LocAgent`'s tools have mappings of their own (`read_only_call`, `loc_call`).
 //!
 //! A call the sandbox cannot run — an unknown tool, arguments that are not a JSON object, a
 //! missing or mistyped argument — is an [`AgentError::Malformed`] whose text tells the model
@@ -15,7 +16,7 @@ use std::collections::HashSet;
 
 use protocol::action::{
     BrowseInteractiveArgs, CmdRunArgs, DelegateArgs, EmptyArgs, FileReadArgs, FileReadSource,
-    FinishArgs, McpArgs, MessageArgs, TaskTrackingArgs, ThinkArgs,
+    FinishArgs, IPythonRunCellArgs, McpArgs, MessageArgs, TaskTrackingArgs, ThinkArgs,
 };
 use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
@@ -26,7 +27,7 @@ use super::tools::{
     BROWSER, DELEGATE, FINISH, GLOB, GREP, REQUEST_CONDENSATION, SECURITY_RISK, TASK_TRACKER,
     THINK, ToolProfile, VIEW,
 };
-use crate::agent::AgentError;
+use crate::agent::{AgentError, loc};
 use crate::security::Risk;
 
 /// The actions of one model answer, in the order of its tool calls. `model_response` is the
@@ -55,6 +56,7 @@ pub(crate) fn response_to_actions(
             let mut action = match profile {
                 ToolProfile::CodeAct => call_to_action(call, mcp_tools)?,
                 ToolProfile::ReadOnly => read_only_call(call)?,
+                ToolProfile::Loc => loc_call(call)?,
             };
             if i == 0 && !thought.is_empty() {
                 set_thought(&mut action.kind, &thought);
@@ -293,6 +295,30 @@ fn read_only_call(call: &ToolCall) -> Result<Action, AgentError> {
         other => return Err(not_registered(other, call)),
     };
     Ok(Action::from(kind))
+}
+
+/// A call of `LocAgent`'s tools: a search is a cell calling the function of that name in the
+/// kernel (`agent::loc`), `finish` finishes; any other tool is not registered.
+fn loc_call(call: &ToolCall) -> Result<Action, AgentError> {
+    let name = call.function.name.as_str();
+    if loc::FUNCTIONS.contains(&name) {
+        let code = loc::cell_code(name, &call.function.arguments).map_err(malformed)?;
+        return Ok(Action::from(ActionKind::RunIpython(IPythonRunCellArgs {
+            code,
+            thought: String::new(),
+            include_extra: true,
+            confirmation_state: Default::default(),
+            security_risk: Risk::Unknown.as_i64(),
+            kernel_init_code: String::new(),
+        })));
+    }
+    let args = ToolArgs::parse(name, &call.function.arguments).map_err(malformed)?;
+    match name {
+        FINISH => think_or_finish(name, &args)
+            .unwrap_or_else(|| Err(not_registered(name, call)))
+            .map(Action::from),
+        other => Err(not_registered(other, call)),
+    }
 }
 
 /// `text` as one shell word (Python's `shlex.quote`).

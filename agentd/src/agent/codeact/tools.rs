@@ -66,6 +66,9 @@ pub enum ToolProfile {
     CodeAct,
     /// `ReadOnlyAgent`: `think`, `finish`, `grep`, `glob`, `view`; it can never write.
     ReadOnly,
+    /// `LocAgent`: `finish` and its code searches (`search_code_snippets`,
+    /// `get_entity_contents`, `explore_tree_structure`); it can never write.
+    Loc,
 }
 
 /// The tools of `profile` (and `set`, for the CodeAct agent), in the order the model sees them.
@@ -73,6 +76,9 @@ pub(crate) fn tools_of(profile: ToolProfile, set: ToolSet) -> Vec<Tool> {
     match profile {
         ToolProfile::CodeAct => tools(set),
         ToolProfile::ReadOnly => vec![think(), finish(), grep(), glob(), view()],
+        ToolProfile::Loc => std::iter::once(finish())
+            .chain(crate::agent::loc::tools())
+            .collect(),
     }
 }
 
@@ -199,9 +205,11 @@ fn delegate() -> Tool {
         DELEGATE,
         "Hand a sub-task to another agent and get its answer back. `ReadOnlyAgent` explores and \
          answers questions about the code (view, grep, glob) and can never change anything; \
-         `BrowsingAgent` browses the web and answers from what it finds; `DummyAgent` runs a \
-         fixed demonstration. The agent works on the same sandbox; its steps \
-         count against this task's limits.",
+         `LocAgent` finds where in a Python repository an issue or a feature belongs (the \
+         files, classes and functions, through an index of the code and its calls, imports \
+         and inheritance) and can never change anything; `BrowsingAgent` browses the web and \
+         answers from what it finds; `DummyAgent` runs a fixed demonstration. The agent works \
+         on the same sandbox; its steps count against this task's limits.",
         json!({
             "type": "object",
             "properties": {
