@@ -64,7 +64,7 @@
 //! think = true                # offer think
 //! browsing = false            # offer browser (a sandbox with Chromium)
 //! system_prompt_file = "prompt.md"
-//! delegation = true           # offer delegate_to_agent (ReadOnlyAgent, DummyAgent)
+//! delegation = true           # offer delegate_to_agent (ReadOnlyAgent, LocAgent, BrowsingAgent, DummyAgent)
 //! task_tracker = true         # offer task_tracker (plan/view; TASKS.md in the session)
 //! condensation_request = true # offer request_condensation
 //!
@@ -188,7 +188,8 @@ pub struct AgentSection {
     pub browsing: Option<bool>,
     /// A file with the system prompt to use instead of the built-in one.
     pub system_prompt_file: Option<PathBuf>,
-    /// Offer `delegate_to_agent` (ReadOnlyAgent, DummyAgent); default false.
+    /// Offer `delegate_to_agent` (ReadOnlyAgent, LocAgent, BrowsingAgent, DummyAgent); default
+    /// false.
     pub delegation: Option<bool>,
     /// Offer `task_tracker` (a task list kept in the state and `TASKS.md`); default false.
     pub task_tracker: Option<bool>,

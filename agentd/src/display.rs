@@ -7,6 +7,10 @@ use protocol::{ActionKind, Event, EventSource, ObservationKind};
 /// session's event log).
 const MAX_SHOWN: usize = 2_000;
 
+/// The most lines of a cell's code shown; a longer one (a cell that defines a whole module,
+/// say) shows its first and last lines, the whole code being in the event log.
+const MAX_CODE_LINES: usize = 30;
+
 /// One event as a person reads it: `#ID source  what`, then indented detail lines.
 pub fn render(event: &Event) -> String {
     let id = event
@@ -82,7 +86,7 @@ fn confirmation_note(action: &protocol::Action) -> Option<String> {
 fn action(kind: &ActionKind) -> (String, String) {
     match kind {
         ActionKind::Run(a) => ("run".into(), format!("$ {}", a.command)),
-        ActionKind::RunIpython(a) => ("run_ipython".into(), a.code.clone()),
+        ActionKind::RunIpython(a) => ("run_ipython".into(), shorten_code(&a.code)),
         ActionKind::Read(a) => (format!("read {}", a.path), String::new()),
         ActionKind::Write(a) => (format!("write {}", a.path), shorten(&a.content)),
         ActionKind::Edit(a) => (format!("edit {} {}", a.command, a.path), String::new()),
@@ -105,6 +109,21 @@ fn thought(kind: &ActionKind) -> Option<&str> {
         ActionKind::Mcp(a) => Some(&a.thought),
         _ => None,
     }
+}
+
+/// `code` as it is, or its first 20 and last 10 lines around a note of how many are left out.
+fn shorten_code(code: &str) -> String {
+    let lines: Vec<&str> = code.lines().collect();
+    if lines.len() <= MAX_CODE_LINES {
+        return code.to_string();
+    }
+    let (head, tail) = (MAX_CODE_LINES * 2 / 3, MAX_CODE_LINES / 3);
+    format!(
+        "{}\n[… {} more lines in the event log]\n{}",
+        lines[..head].join("\n"),
+        lines.len() - head - tail,
+        lines[lines.len() - tail..].join("\n")
+    )
 }
 
 fn shorten(text: &str) -> String {

@@ -56,7 +56,8 @@ pub use conversations::{
 pub use display::render as render_event;
 pub use events::{EventLogError, EventStream};
 pub use llm::{
-    DEFAULT_BASE_URL, Llm, LlmConfig, LlmRegistry, RegistryError, RetryNotice, ToolCalling,
+    AGENT_SERVICE, CONDENSER_SERVICE, DEFAULT_BASE_URL, Llm, LlmConfig, LlmRegistry, RegistryError,
+    RetryNotice, ToolCalling,
 };
 pub use mcp::{
     McpFailure, McpHub, McpSection, McpSettings, McpSettingsError, RemoteEntry, RemoteServer,

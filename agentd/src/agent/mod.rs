@@ -9,6 +9,7 @@
 
 mod browsing;
 pub(crate) mod codeact;
+mod loc;
 mod replay;
 mod scripted;
 
@@ -25,7 +26,8 @@ pub use replay::ReplayAgent;
 pub use scripted::ScriptedAgent;
 
 /// The agents a `delegate` action may name: the agent factory of a run makes them.
-pub(crate) const DELEGATE_AGENTS: &[&str] = &["ReadOnlyAgent", "DummyAgent"];
+pub(crate) const DELEGATE_AGENTS: &[&str] =
+    &["ReadOnlyAgent", "LocAgent", "BrowsingAgent", "DummyAgent"];
 
 /// What [`Agent::step`] returns: a future of the next action, borrowing the agent, the state
 /// and the history for the duration of the step.
@@ -40,7 +42,8 @@ pub struct Step {
     /// log; nobody reads figures back out of it.
     pub(crate) action: Action,
     /// The LLM client's running total in USD after this step's call; `None` when the step
-    /// made no call (a queued call of an earlier answer, a condensation, a replay).
+    /// made no call (a queued call of an earlier answer, a condensation, a replay). The budget
+    /// of a run without an LLM registry counts it; a run with one counts the registry's total.
     pub(crate) accumulated_cost: Option<f64>,
 }
 

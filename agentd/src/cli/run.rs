@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use agentd::DEFAULT_MAX_ITERATIONS;
 use agentd::ToolSet;
 use agentd::docker::{SandboxConfig, SandboxUser, choose_user};
+use agentd::{AGENT_SERVICE, CONDENSER_SERVICE};
 use agentd::{Agent, AgentFactory, ReplayAgent, ScriptedAgent, ToolProfile};
 use agentd::{AnalyzerKind, SecurityAnalyzer, SecurityConfig};
 use agentd::{CodeActAgent, CodeActConfig};
@@ -44,10 +45,11 @@ pub struct RunArgs {
     /// --script or --replay, the CodeAct agent runs with the LLM given by --model.
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
-    /// The agent that runs with the LLM: `CodeActAgent`, or `BrowsingAgent` (the reference's:
-    /// BrowserGym actions only; the sandbox needs Chromium).
+    /// The agent that runs with the LLM: `CodeActAgent`, `LocAgent` (finds where in a Python
+    /// repository a task belongs, never writes; its searches run in the sandbox's kernel) or
+    /// `BrowsingAgent` (the reference's: BrowserGym actions only; the sandbox needs Chromium).
     #[arg(long, env = "AGENTD_AGENT", default_value = "CodeActAgent",
-          value_parser = ["CodeActAgent", "BrowsingAgent"])]
+          value_parser = ["CodeActAgent", "LocAgent", "BrowsingAgent"])]
     agent: String,
     /// The CodeAct agent's model, as its server names it.
     #[arg(long, env = "LLM_MODEL")]
@@ -234,13 +236,18 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             if args.agent == "BrowsingAgent" {
                 let model = llm.model.clone();
                 let llm = registry
-                    .get("agent", Some(&llm))
+                    .get(AGENT_SERVICE, Some(&llm))
                     .with_context(|| format!("cannot set up the model {model}"))?
                     .with_secret_mask(mask.clone());
                 llms = Some(registry);
                 Box::new(agentd::BrowsingAgent::new(llm))
             } else {
-                let (agent, factory) = codeact(&registry, llm, &file, mask.clone())?;
+                let profile = if args.agent == "LocAgent" {
+                    ToolProfile::Loc
+                } else {
+                    ToolProfile::CodeAct
+                };
+                let (agent, factory) = codeact(&registry, llm, &file, mask.clone(), profile)?;
                 delegates = Some(factory);
                 llms = Some(registry);
                 Box::new(agent)
@@ -555,35 +562,53 @@ pub(super) fn docker_settings(file: &FileConfig, docker: &mut SandboxConfig) -> 
     Ok(())
 }
 
-/// The CodeAct agent for `llm` and the file's `[condenser]` and `[agent]`, reporting retries of
-/// the model's calls on stderr, and the agents it may delegate to (on the same model).
+/// The CodeAct agent (or the `LocAgent` of `profile`) for `llm` and the file's `[condenser]`
+/// and `[agent]`, reporting retries of the model's calls on stderr, and the agents it may
+/// delegate to (on the same model). Its models come from `registry`: the agent's as `agent`,
+/// and a condenser's that calls one as `condenser` (the same model, a client and metrics of
+/// its own).
 pub(super) fn codeact(
     registry: &LlmRegistry,
     llm: LlmConfig,
     file: &FileConfig,
     mask: SecretMask,
+    profile: ToolProfile,
 ) -> anyhow::Result<(CodeActAgent, AgentFactory)> {
+    // The file's system prompt is the CodeAct agent's.
     let system_prompt = match &file.agent.system_prompt_file {
-        Some(path) => Some(
+        Some(path) if profile == ToolProfile::CodeAct => Some(
             std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?,
         ),
-        None => None,
+        _ => None,
     };
     let model = llm.model.clone();
+    let retry_mask = mask.clone();
+    let listener = std::sync::Arc::new(move |notice: &RetryNotice| {
+        eprintln!(
+            "agentd: the model's call failed (attempt {}/{}): {}; retrying in {:.1} s",
+            notice.attempt,
+            notice.max_attempts,
+            retry_mask.mask(&notice.error),
+            notice.wait.as_secs_f64()
+        );
+    });
+    let condenser = file.condenser.clone().unwrap_or_default();
+    let condenser_llm = if condenser.calls_model() {
+        let llm = registry
+            .get(CONDENSER_SERVICE, Some(&llm.for_service(CONDENSER_SERVICE)))
+            .with_context(|| format!("cannot set up the condenser's model {model}"))?
+            .with_secret_mask(mask.clone())
+            .with_retry_listener(listener.clone());
+        Some(llm)
+    } else {
+        None
+    };
     let llm = registry
-        .get("agent", Some(&llm))
+        .get(AGENT_SERVICE, Some(&llm))
         .with_context(|| format!("cannot set up the model {model}"))?
-        .with_secret_mask(mask.clone())
-        .with_retry_listener(std::sync::Arc::new(move |notice: &RetryNotice| {
-            eprintln!(
-                "agentd: the model's call failed (attempt {}/{}): {}; retrying in {:.1} s",
-                notice.attempt,
-                notice.max_attempts,
-                mask.mask(&notice.error),
-                notice.wait.as_secs_f64()
-            );
-        }));
+        .with_secret_mask(mask)
+        .with_retry_listener(listener);
     let defaults = ToolSet::default();
     let config = CodeActConfig {
         tools: ToolSet {
@@ -598,32 +623,35 @@ pub(super) fn codeact(
                 .unwrap_or(defaults.condensation_request),
         },
         system_prompt,
-        condenser: file.condenser.clone().unwrap_or_default(),
-        profile: ToolProfile::CodeAct,
+        condenser,
+        condenser_llm,
+        profile,
     };
     let delegate_llm = llm.clone();
     let factory: AgentFactory = std::sync::Arc::new(move |name: &str| -> Option<Box<dyn Agent>> {
-        match name {
-            "ReadOnlyAgent" => {
-                let config = CodeActConfig {
-                    profile: ToolProfile::ReadOnly,
-                    ..CodeActConfig::default()
-                };
-                match CodeActAgent::new(delegate_llm.clone(), config) {
-                    Ok(agent) => Some(Box::new(agent)),
-                    Err(e) => {
-                        tracing::error!(error = %e, "cannot set up ReadOnlyAgent");
-                        None
-                    }
-                }
-            }
-            "DummyAgent" => Some(Box::new(ScriptedAgent::dummy())),
+        let profile = match name {
+            "ReadOnlyAgent" => ToolProfile::ReadOnly,
+            "LocAgent" => ToolProfile::Loc,
+            "DummyAgent" => return Some(Box::new(ScriptedAgent::dummy())),
             // The reference's CodeAct hands web tasks to it (its sandbox must have Chromium).
-            "BrowsingAgent" => Some(Box::new(agentd::BrowsingAgent::new(delegate_llm.clone()))),
-            _ => None,
+            "BrowsingAgent" => {
+                return Some(Box::new(agentd::BrowsingAgent::new(delegate_llm.clone())));
+            }
+            _ => return None,
+        };
+        let config = CodeActConfig {
+            profile,
+            ..CodeActConfig::default()
+        };
+        match CodeActAgent::new(delegate_llm.clone(), config) {
+            Ok(agent) => Some(Box::new(agent)),
+            Err(e) => {
+                tracing::error!(error = %e, agent = name, "cannot set up the delegate");
+                None
+            }
         }
     });
-    let agent = CodeActAgent::new(llm, config).context("cannot set up the CodeAct agent")?;
+    let agent = CodeActAgent::new(llm, config).context("cannot set up the agent")?;
     Ok((agent, factory))
 }
 

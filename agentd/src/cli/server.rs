@@ -141,9 +141,14 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
                 }
             }
             let registry = agentd::LlmRegistry::default();
-            let (agent, delegates) =
-                super::run::codeact(&registry, llm, &file, request.mask.clone())
-                    .map_err(|e| format!("{e:#}"))?;
+            let (agent, delegates) = super::run::codeact(
+                &registry,
+                llm,
+                &file,
+                request.mask.clone(),
+                agentd::ToolProfile::CodeAct,
+            )
+            .map_err(|e| format!("{e:#}"))?;
             Ok(agentd::MadeAgent {
                 agent: Box::new(agent),
                 delegates: Some(delegates),

@@ -185,7 +185,8 @@ pub(crate) struct ControllerConfig {
     pub(crate) security: SecurityConfig,
     /// The agents `delegate` actions may start; `None`: delegation is refused.
     pub(crate) delegates: Option<AgentFactory>,
-    /// The run's models, whose stats are saved with the state.
+    /// The run's models, whose stats are saved with the state and whose summed cost the
+    /// budget counts.
     pub(crate) llms: Option<crate::llm::LlmRegistry>,
 }
 
@@ -618,6 +619,11 @@ impl Controller {
             let step = self.agent.step(&self.state, &self.stream);
             wait_for_step(step, &mut self.commands, &mut self.deferred).await
         };
+        let step_cost = match &outcome {
+            StepOutcome::Done(Ok(step)) => step.accumulated_cost,
+            _ => None,
+        };
+        self.count_spending(step_cost);
         match outcome {
             StepOutcome::Interrupted(command) => self.on_command(command)?,
             StepOutcome::Done(Ok(step)) => self.record_step(step)?,
@@ -777,12 +783,22 @@ impl Controller {
         Ok(())
     }
 
-    /// Puts the agent's action on the stream, counts its cost, and reacts to it.
+    /// Takes in what the run has spent after a step: the total of every model of the run's
+    /// registry when it has one (the agent's calls, its condenser's, its router's models', its
+    /// delegates'), else what the step reports of the agent's model (`step_cost`).
+    fn count_spending(&mut self, step_cost: Option<f64>) {
+        let spent = match &self.config.llms {
+            Some(llms) => Some(llms.accumulated_cost()),
+            None => step_cost,
+        };
+        if let Some(cost) = spent {
+            self.state.budget.record(cost);
+        }
+    }
+
+    /// Puts the agent's action on the stream and reacts to it.
     fn record_step(&mut self, step: Step) -> Result<(), ControllerError> {
-        let Step {
-            mut action,
-            accumulated_cost,
-        } = step;
+        let mut action = step.action;
         // The reference never records a null action: the step just produced nothing.
         if matches!(action.kind, ActionKind::Null(_)) {
             return Ok(());
@@ -790,9 +806,6 @@ impl Controller {
         action.id = None;
         action.timestamp = None;
         action.source = None;
-        if let Some(cost) = accumulated_cost {
-            self.state.budget.record(cost);
-        }
         if let Some(metrics) = &action.llm_metrics {
             self.state.metrics = metrics.clone();
         }

@@ -218,6 +218,24 @@ impl LlmConfig {
         self.temperature = Some(temperature);
     }
 
+    /// These settings for another service of the run on the same model (the condenser's): no
+    /// router (the agent's client routes its own requests), and request dumps and completion
+    /// logs in a subfolder named after the service, where the other client's numbered files
+    /// cannot collide with its own.
+    pub fn for_service(&self, service_id: &str) -> LlmConfig {
+        let mut config = self.clone();
+        config.router = None;
+        config.dump_requests_folder = self
+            .dump_requests_folder
+            .as_ref()
+            .map(|d| d.join(service_id));
+        config.log_completions_folder = self
+            .log_completions_folder
+            .as_ref()
+            .map(|d| d.join(service_id));
+        config
+    }
+
     /// Settings for `model` at `base_url`, everything else at its default.
     pub fn new(model: impl Into<String>, base_url: impl Into<String>) -> LlmConfig {
         LlmConfig {

@@ -1,8 +1,9 @@
 //! The LLM registry (OpenHands' `LLMRegistry` and `ConversationStats`): every model a run
 //! uses, by service id — `agent` (the agent; its delegates share it), `llm_for_routing.{name}`
-//! (its router's models), `condenser` — each with its own metrics, summed into the
-//! conversation's stats (cost, tokens, latency), which the state keeps (`stats` in
-//! `state.json`) and `agentd run` reports at the end.
+//! (its router's models), `condenser` (the LLM summarising condenser's) — each with its own
+//! metrics, summed into the conversation's stats (cost, tokens, latency), which the state
+//! keeps (`stats` in `state.json`) and `agentd run` reports at the end. Their summed cost is
+//! what the run's budget counts.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,6 +11,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Value, json};
 
 use super::{Llm, LlmConfig, LlmError, Metrics};
+
+/// The agent's service (its delegates share it).
+pub const AGENT_SERVICE: &str = "agent";
+/// The service of a condenser that calls a model (the LLM summarising one).
+pub const CONDENSER_SERVICE: &str = "condenser";
 
 /// A service asked for in a way the registry cannot serve; the caller's mistake, retrying
 /// cannot help.
@@ -55,6 +61,16 @@ impl LlmRegistry {
         }
         services.insert(service_id.to_string(), llm.clone());
         Ok(llm)
+    }
+
+    /// What every service has cost so far, together (USD): the conversation's spending, which
+    /// the budget counts.
+    pub(crate) fn accumulated_cost(&self) -> f64 {
+        let services = self.services.lock().unwrap_or_else(PoisonError::into_inner);
+        services
+            .values()
+            .map(|llm| llm.metrics().accumulated_cost)
+            .sum()
     }
 
     /// Each service's metrics and their sum, as JSON: `{"services": {ID: SUMMARY},

@@ -133,6 +133,12 @@ const fn ten_thousand() -> usize {
 }
 
 impl CondenserConfig {
+    /// Whether the condenser calls a model (and so needs one of its own: the run's
+    /// `condenser` service).
+    pub fn calls_model(&self) -> bool {
+        matches!(self, CondenserConfig::Llm { .. })
+    }
+
     /// The condenser these settings describe; `llm` is the model the LLM condenser summarises
     /// with (required for it, unused by the others). Token estimates use the default
     /// [`ConversationMemory`] rendering.

@@ -311,3 +311,104 @@ async fn a_run_killed_while_awaiting_confirmation_resumes_awaiting_and_runs_once
     assert_eq!(states.last().unwrap(), "finished");
     assert_eq!(fake.requests().len(), 2);
 }
+
+/// `security_risk` is required in the tool schemas, as in the reference (also without
+/// confirmation mode), with the reference's answers to a call that leaves it out or gives
+/// another value: a native call runs with its risk unknown (an unknown value is logged), a
+/// prompted call is refused like any call without a required parameter, and the model
+/// recovers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn security_risk_is_required_a_native_call_without_it_runs_at_unknown_risk_a_prompted_one_is_refused()
+ {
+    // Native.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start([
+        Reply::tool_calls([("execute_bash", json!({"command": "echo unsaid"}))]),
+        bash("echo critical", "CRITICAL"),
+        bash("echo low", "LOW"),
+        finish(),
+    ])
+    .await;
+    let out = super::run(dir.path(), dir.path(), &fake, "declare", "", &[]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tools = fake.requests()[0]["tools"].as_array().unwrap().clone();
+    for tool in &tools {
+        let name = tool["function"]["name"].as_str().unwrap();
+        let required = &tool["function"]["parameters"]["required"];
+        let wanted = ["execute_bash", "execute_ipython_cell", "str_replace_editor"].contains(&name);
+        assert_eq!(
+            required
+                .as_array()
+                .unwrap()
+                .contains(&json!("security_risk")),
+            wanted,
+            "{tool}"
+        );
+    }
+    let events = session_events(dir.path());
+    for (command, risk) in [("echo unsaid", -1), ("echo critical", -1), ("echo low", 0)] {
+        let ran = runs(&events, command);
+        assert_eq!(ran.len(), 1, "{command}");
+        assert_eq!(ran[0].kind.security_risk(), Some(risk), "{command}");
+        assert!(
+            answers(&events, ran[0].id.unwrap())
+                .iter()
+                .any(|o| o.content.contains(command.trim_start_matches("echo "))),
+            "{command} did not run"
+        );
+    }
+
+    // Prompted.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start([
+        super::prompted_call("", "execute_bash", &[("command", "echo unsaid")]),
+        super::prompted_call(
+            "",
+            "execute_bash",
+            &[("command", "echo critical"), ("security_risk", "CRITICAL")],
+        ),
+        super::prompted_call(
+            "",
+            "execute_bash",
+            &[("command", "echo low"), ("security_risk", "LOW")],
+        ),
+        super::prompted_call("", "finish", &[("message", "done")]),
+    ])
+    .await;
+    let out = super::run(
+        dir.path(),
+        dir.path(),
+        &fake,
+        "declare",
+        "",
+        &["--tool-calling", "prompted"],
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = session_events(dir.path());
+    assert_eq!(
+        super::error_contents(&events),
+        [
+            "Missing required parameters for function 'execute_bash': [security_risk].",
+            "Parameter 'security_risk' is expected to be one of [LOW, MEDIUM, HIGH]."
+        ]
+    );
+    assert!(runs(&events, "echo unsaid").is_empty());
+    assert!(runs(&events, "echo critical").is_empty());
+    assert_eq!(runs(&events, "echo low")[0].kind.security_risk(), Some(0));
+    // The system prompt marks it required.
+    let system = super::text(&fake.requests()[0]["messages"][0]);
+    assert!(
+        system.contains("(2) security_risk (string, required)"),
+        "{system}"
+    );
+    assert_eq!(state(dir.path())["agent_state"], "finished");
+}

@@ -176,6 +176,7 @@ mod browsing;
 mod confirmation;
 mod delegation;
 mod interactive;
+mod loc;
 mod mcp;
 mod recall;
 mod router;
@@ -194,9 +195,12 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
     let native = FakeLlm::start([
         Reply::tool_calls([(
             "str_replace_editor",
-            json!({"command": "create", "path": path, "file_text": PROGRAM}),
+            json!({"command": "create", "path": path, "file_text": PROGRAM, "security_risk": "LOW"}),
         )]),
-        Reply::tool_calls([("execute_bash", json!({"command": "python3 hello.py"}))]),
+        Reply::tool_calls([(
+            "execute_bash",
+            json!({"command": "python3 hello.py", "security_risk": "LOW"}),
+        )]),
         Reply::tool_calls([("finish", json!({"message": "hello.py prints its greeting"}))]),
     ])
     .await;
@@ -291,12 +295,13 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
                 ("command", "create"),
                 ("path", &path),
                 ("file_text", PROGRAM),
+                ("security_risk", "LOW"),
             ],
         ),
         prompted_call(
             "Now run it.",
             "execute_bash",
-            &[("command", "python3 hello.py")],
+            &[("command", "python3 hello.py"), ("security_risk", "LOW")],
         ),
         prompted_call(
             "Done.",
@@ -476,7 +481,11 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeLlm::start([
         prompted_call("", "execute_bash", &[("cmd", "ls")]),
-        prompted_call("", "execute_bash", &[("command", "echo recovered")]),
+        prompted_call(
+            "",
+            "execute_bash",
+            &[("command", "echo recovered"), ("security_risk", "LOW")],
+        ),
         prompted_call("", "finish", &[("message", "ok")]),
     ])
     .await;

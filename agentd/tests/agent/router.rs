@@ -121,3 +121,74 @@ async fn a_request_over_the_context_window_goes_to_the_fallback_model_and_later_
     );
     assert_eq!(state["stats"]["services"]["agent"]["calls"], 0);
 }
+
+/// The LLM summarising condenser gets its model from the registry as the `condenser` service:
+/// a client with metrics of its own (the same model), which the state's stats show next to the
+/// agent's, summing to the total, and which the budget counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_condenser_has_a_service_of_its_own_whose_metrics_sum_with_the_agents_and_count_in_the_budget()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    // A request without tools is the condenser's: 1,000 + 100 tokens. The agent's: 100 + 10.
+    let fake = FakeLlm::with_fn(|request, _| {
+        let messages = request["messages"].as_array().unwrap();
+        if request.get("tools").is_none() {
+            return Reply::text("SUMMARY: the agent echoed numbers.").with_usage(1000, 100);
+        }
+        let steps = messages.iter().filter(|m| m["role"] == "tool").count();
+        let summarized = messages
+            .iter()
+            .any(|m| super::text(m).contains("SUMMARY: the agent echoed"));
+        let reply = if summarized && steps >= 2 {
+            Reply::tool_calls([("finish", json!({"message": "ok"}))])
+        } else {
+            Reply::tool_calls([("execute_bash", json!({"command": format!("echo {steps}")}))])
+        };
+        reply.with_usage(100, 10)
+    })
+    .await;
+    let config = "[llm.prices.\"fake-model\"]\ninput_cost_per_token = 0.001\noutput_cost_per_token = 0.002\n\
+                  [condenser]\ntype = \"llm\"\nkeep_first = 2\nmax_size = 10\n";
+    succeeded(run(dir.path(), &workspace, &fake, "count", config, &[]).await);
+
+    let requests = fake.requests();
+    let summaries = requests.iter().filter(|r| r.get("tools").is_none()).count();
+    assert!(summaries >= 1, "the condenser never called the model");
+    let state = state(dir.path());
+    assert_eq!(state["agent_state"], "finished");
+    let stats = &state["stats"];
+    let services = stats["services"].as_object().unwrap();
+    assert_eq!(
+        services.keys().collect::<Vec<_>>(),
+        ["agent", "condenser"],
+        "{stats}"
+    );
+    let (agent, condenser) = (&services["agent"], &services["condenser"]);
+    assert_eq!(agent["model"], "fake-model");
+    assert_eq!(condenser["model"], "fake-model");
+    assert_eq!(condenser["calls"], summaries);
+    assert_eq!(agent["calls"], requests.len() - summaries);
+    assert_eq!(condenser["prompt_tokens"], 1000 * summaries);
+    let cost = |v: &serde_json::Value| v["accumulated_cost"].as_f64().unwrap();
+    // $1.20 a summary, $0.12 an agent call.
+    assert!(
+        (cost(condenser) - 1.2 * summaries as f64).abs() < 1e-9,
+        "{condenser}"
+    );
+    assert!(
+        (cost(agent) - 0.12 * (requests.len() - summaries) as f64).abs() < 1e-9,
+        "{agent}"
+    );
+    let total = &stats["total"];
+    assert!(
+        (cost(total) - (cost(agent) + cost(condenser))).abs() < 1e-9,
+        "{stats}"
+    );
+    assert_eq!(total["calls"], requests.len());
+    assert!(
+        (state["budget"]["spent"].as_f64().unwrap() - cost(total)).abs() < 1e-9,
+        "{state}"
+    );
+}

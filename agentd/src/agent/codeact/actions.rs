@@ -5,7 +5,8 @@
 //! user that waits for a reply.
 //!
 //! A call of one of the run's MCP tools becomes a `call_tool_mcp` action (its arguments as
-//! they are: the MCP server checks them), with the reference's `message`.
+//! they are: the MCP server checks them), with the reference's `message`. `ReadOnlyAgent`'s
+//! and `LocAgent`'s tools have mappings of their own (`read_only_call`, `loc_call`).
 //!
 //! A call the sandbox cannot run — an unknown tool, arguments that are not a JSON object, a
 //! missing or mistyped argument — is an [`AgentError::Malformed`] whose text tells the model
@@ -15,7 +16,7 @@ use std::collections::HashSet;
 
 use protocol::action::{
     BrowseInteractiveArgs, CmdRunArgs, DelegateArgs, EmptyArgs, FileReadArgs, FileReadSource,
-    FinishArgs, McpArgs, MessageArgs, TaskTrackingArgs, ThinkArgs,
+    FinishArgs, IPythonRunCellArgs, McpArgs, MessageArgs, TaskTrackingArgs, ThinkArgs,
 };
 use protocol::llm::{Message, ToolCall};
 use protocol::{Action, ActionKind, ToolCallMetadata};
@@ -26,7 +27,7 @@ use super::tools::{
     BROWSER, DELEGATE, FINISH, GLOB, GREP, REQUEST_CONDENSATION, SECURITY_RISK, TASK_TRACKER,
     THINK, ToolProfile, VIEW,
 };
-use crate::agent::AgentError;
+use crate::agent::{AgentError, loc};
 use crate::security::Risk;
 
 /// The actions of one model answer, in the order of its tool calls. `model_response` is the
@@ -55,6 +56,7 @@ pub(crate) fn response_to_actions(
             let mut action = match profile {
                 ToolProfile::CodeAct => call_to_action(call, mcp_tools)?,
                 ToolProfile::ReadOnly => read_only_call(call)?,
+                ToolProfile::Loc => loc_call(call)?,
             };
             if i == 0 && !thought.is_empty() {
                 set_thought(&mut action.kind, &thought);
@@ -119,13 +121,7 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
     }
     if let Some(action) = sandbox_tool_action(name, &args) {
         let ToolAction { mut kind, timeout } = action.map_err(malformed)?;
-        // The risk the model declares; another value is logged and leaves it unknown.
-        if let Some(label) = args.optional_str(SECURITY_RISK).map_err(malformed)? {
-            match Risk::from_label(&label) {
-                Some(risk) => kind.set_security_risk(risk.as_i64()),
-                None => tracing::warn!(%label, "the model gave an unknown security_risk"),
-            }
-        }
+        declare_risk(&mut kind, &args);
         let mut action = Action::from(kind);
         action.timeout = timeout;
         return Ok(action);
@@ -161,13 +157,7 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
                 browser_actions: args.required_str("code").map_err(malformed)?,
                 ..BrowseInteractiveArgs::default()
             });
-            if let Some(risk) = args
-                .optional_str(SECURITY_RISK)
-                .map_err(malformed)?
-                .and_then(|label| Risk::from_label(&label))
-            {
-                kind.set_security_risk(risk.as_i64());
-            }
+            declare_risk(&mut kind, &args);
             Ok(Action::from(kind))
         }
         DELEGATE => {
@@ -184,6 +174,20 @@ fn call_to_action(call: &ToolCall, mcp_tools: &HashSet<String>) -> Result<Action
             Ok(action)
         }
         other => Err(not_registered(other, call)),
+    }
+}
+
+/// The risk the model declares in a call's `security_risk` (required by the schema), set on
+/// `kind`. As the reference does it: a call without one keeps the risk unknown; a value that
+/// is not one of the levels is logged and leaves it unknown. (A prompted call without one, or
+/// with another value, never gets here: the parser refuses it.)
+fn declare_risk(kind: &mut ActionKind, args: &ToolArgs<'_>) {
+    let Some(value) = args.get(SECURITY_RISK) else {
+        return;
+    };
+    match value.as_str().and_then(Risk::from_label) {
+        Some(risk) => kind.set_security_risk(risk.as_i64()),
+        None => tracing::warn!(%value, "the model gave an unknown security_risk"),
     }
 }
 
@@ -291,6 +295,30 @@ fn read_only_call(call: &ToolCall) -> Result<Action, AgentError> {
         other => return Err(not_registered(other, call)),
     };
     Ok(Action::from(kind))
+}
+
+/// A call of `LocAgent`'s tools: a search is a cell calling the function of that name in the
+/// kernel (`agent::loc`), `finish` finishes; any other tool is not registered.
+fn loc_call(call: &ToolCall) -> Result<Action, AgentError> {
+    let name = call.function.name.as_str();
+    if loc::FUNCTIONS.contains(&name) {
+        let code = loc::cell_code(name, &call.function.arguments).map_err(malformed)?;
+        return Ok(Action::from(ActionKind::RunIpython(IPythonRunCellArgs {
+            code,
+            thought: String::new(),
+            include_extra: true,
+            confirmation_state: Default::default(),
+            security_risk: Risk::Unknown.as_i64(),
+            kernel_init_code: String::new(),
+        })));
+    }
+    let args = ToolArgs::parse(name, &call.function.arguments).map_err(malformed)?;
+    match name {
+        FINISH => think_or_finish(name, &args)
+            .unwrap_or_else(|| Err(not_registered(name, call)))
+            .map(Action::from),
+        other => Err(not_registered(other, call)),
+    }
 }
 
 /// `text` as one shell word (Python's `shlex.quote`).

@@ -7,6 +7,10 @@
 //! view becomes chat messages ([`ConversationMemory`]), the LLM answers, and its tool calls
 //! become actions ([`actions::response_to_actions`]). Several calls in one answer are played
 //! one per step, in order.
+//!
+//! The same loop is `ReadOnlyAgent` and `LocAgent` with other tools and prompts
+//! ([`ToolProfile`]); a `LocAgent` cell gets the definition of its functions in front when
+//! the kernel may lack them (`agent::loc::KernelFunctions`).
 
 pub(crate) mod actions;
 pub(crate) mod tools;
@@ -16,6 +20,7 @@ use std::collections::{HashSet, VecDeque};
 use protocol::action::{EmptyArgs, SystemMessageArgs};
 use protocol::{Action, ActionKind};
 
+use super::loc::KernelFunctions;
 use super::{Agent, AgentError, Step, StepFuture};
 use crate::events::EventStream;
 use crate::llm::{Llm, LlmError, Tool};
@@ -39,7 +44,11 @@ pub struct CodeActConfig {
     pub system_prompt: Option<String>,
     /// How the history is kept within the model's reach.
     pub condenser: CondenserConfig,
-    /// Which agent this is: the CodeAct agent, or `ReadOnlyAgent` (its own tools and prompt).
+    /// The model a condenser that calls one uses (`llm`): the run registry's `condenser`
+    /// service. `None`: the agent's own model (whose metrics it then shares).
+    pub condenser_llm: Option<Llm>,
+    /// Which agent this is: the CodeAct agent, `ReadOnlyAgent` or `LocAgent` (their own
+    /// tools and prompts).
     pub profile: ToolProfile,
 }
 
@@ -62,6 +71,8 @@ pub struct CodeActAgent {
     checked_history: bool,
     /// See [`CodeActConfig::profile`].
     profile: ToolProfile,
+    /// `LocAgent`: its functions in the kernel.
+    kernel_functions: Option<KernelFunctions>,
 }
 
 impl CodeActAgent {
@@ -71,6 +82,7 @@ impl CodeActAgent {
             match config.profile {
                 ToolProfile::CodeAct => SYSTEM_PROMPT,
                 ToolProfile::ReadOnly => READ_ONLY_PROMPT,
+                ToolProfile::Loc => super::loc::SYSTEM_PROMPT,
             }
             .to_string()
         });
@@ -78,8 +90,9 @@ impl CodeActAgent {
         memory.vision = llm.vision();
         memory.system_prompt = Some(system_prompt.clone());
         let condenses = config.condenser != CondenserConfig::NoOp;
+        let condenser_llm = config.condenser_llm.unwrap_or_else(|| llm.clone());
         Ok(CodeActAgent {
-            condenser: config.condenser.build(Some(llm.clone()))?,
+            condenser: config.condenser.build(Some(condenser_llm))?,
             tools: tools::tools_of(config.profile, config.tools),
             mcp_tools: HashSet::new(),
             llm,
@@ -89,23 +102,37 @@ impl CodeActAgent {
             pending: VecDeque::new(),
             checked_history: false,
             profile: config.profile,
+            kernel_functions: (config.profile == ToolProfile::Loc).then(KernelFunctions::default),
         })
     }
 
+    /// The next action: [`Self::choose_action`]'s, a `LocAgent` cell prepared for the kernel.
     async fn next_action(
         &mut self,
         state: &State,
         history: &EventStream,
     ) -> Result<Step, AgentError> {
         let events = history.range(state.start_id, None);
+        let mut step = self.choose_action(&events).await?;
+        if let Some(functions) = &mut self.kernel_functions {
+            functions.prepare(&mut step.action, &events);
+        }
+        Ok(step)
+    }
+
+    /// A queued call of the last answer, a condensation, or the model's next answer.
+    async fn choose_action(
+        &mut self,
+        events: &[std::sync::Arc<protocol::Event>],
+    ) -> Result<Step, AgentError> {
         if !std::mem::replace(&mut self.checked_history, true) {
             self.pending
-                .extend(unplayed_calls(&events, &self.mcp_tools, self.profile));
+                .extend(unplayed_calls(events, &self.mcp_tools, self.profile));
         }
         if let Some(action) = self.pending.pop_front() {
             return Ok(action.into());
         }
-        let view = View::from_events(&events);
+        let view = View::from_events(events);
         let view = match self
             .condenser
             .condense(view)
@@ -155,6 +182,7 @@ impl Agent for CodeActAgent {
         match self.profile {
             ToolProfile::CodeAct => "CodeActAgent",
             ToolProfile::ReadOnly => "ReadOnlyAgent",
+            ToolProfile::Loc => "LocAgent",
         }
     }
 
@@ -170,8 +198,9 @@ impl Agent for CodeActAgent {
     /// After its own tools; a tool named like one of its own, or like an MCP tool offered
     /// already, is left out (and logged): a call of that name could reach only one of them.
     fn offer_mcp_tools(&mut self, tools: Vec<Tool>) {
-        // The reference's ReadOnlyAgent ignores MCP tools (they may write).
-        if self.profile == ToolProfile::ReadOnly {
+        // The reference's ReadOnlyAgent ignores MCP tools (they may write); its LocAgent lists
+        // them without being able to call them, which this one does not.
+        if self.profile != ToolProfile::CodeAct {
             return;
         }
         for tool in tools {

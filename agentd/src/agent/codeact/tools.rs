@@ -66,6 +66,9 @@ pub enum ToolProfile {
     CodeAct,
     /// `ReadOnlyAgent`: `think`, `finish`, `grep`, `glob`, `view`; it can never write.
     ReadOnly,
+    /// `LocAgent`: `finish` and its code searches (`search_code_snippets`,
+    /// `get_entity_contents`, `explore_tree_structure`); it can never write.
+    Loc,
 }
 
 /// The tools of `profile` (and `set`, for the CodeAct agent), in the order the model sees them.
@@ -73,6 +76,9 @@ pub(crate) fn tools_of(profile: ToolProfile, set: ToolSet) -> Vec<Tool> {
     match profile {
         ToolProfile::CodeAct => tools(set),
         ToolProfile::ReadOnly => vec![think(), finish(), grep(), glob(), view()],
+        ToolProfile::Loc => std::iter::once(finish())
+            .chain(crate::agent::loc::tools())
+            .collect(),
     }
 }
 
@@ -199,9 +205,11 @@ fn delegate() -> Tool {
         DELEGATE,
         "Hand a sub-task to another agent and get its answer back. `ReadOnlyAgent` explores and \
          answers questions about the code (view, grep, glob) and can never change anything; \
-         `BrowsingAgent` browses the web and answers from what it finds; `DummyAgent` runs a \
-         fixed demonstration. The agent works on the same sandbox; its steps \
-         count against this task's limits.",
+         `LocAgent` finds where in a Python repository an issue or a feature belongs (the \
+         files, classes and functions, through an index of the code and its calls, imports \
+         and inheritance) and can never change anything; `BrowsingAgent` browses the web and \
+         answers from what it finds; `DummyAgent` runs a fixed demonstration. The agent works \
+         on the same sandbox; its steps count against this task's limits.",
         json!({
             "type": "object",
             "properties": {
@@ -217,12 +225,16 @@ fn delegate() -> Tool {
     )
 }
 
-/// The argument in which the model says how risky a call of a sandbox tool is (the
-/// reference's). Not required, unlike there: a call without it (a model that does not know
-/// it, a recorded prompted-mode call) is not refused, its risk is unknown.
+/// The argument in which the model says how risky a call of a sandbox tool is: the
+/// reference's, and required as it is there (`execute_bash`, `execute_ipython_cell`,
+/// `str_replace_editor`, `browser`), with or without confirmation mode. What a call without it
+/// gets is the reference's too: a native call is taken with its risk unknown (its function
+/// calling checks only the tool's own arguments, then sets the risk if the value is one of
+/// the levels and logs any other value), while a prompted call is refused, as its converter
+/// refuses any call that lacks a required parameter or gives a value outside an `enum`.
 pub(crate) const SECURITY_RISK: &str = "security_risk";
 
-/// `parameters` with the [`SECURITY_RISK`] argument added.
+/// `parameters` with the [`SECURITY_RISK`] argument added, and required.
 fn with_security_risk(mut parameters: Value) -> Value {
     if let Some(properties) = parameters["properties"].as_object_mut() {
         properties.insert(
@@ -234,6 +246,10 @@ fn with_security_risk(mut parameters: Value) -> Value {
                 "enum": ["LOW", "MEDIUM", "HIGH"]
             }),
         );
+    }
+    match parameters["required"].as_array_mut() {
+        Some(required) => required.push(json!(SECURITY_RISK)),
+        None => parameters["required"] = json!([SECURITY_RISK]),
     }
     parameters
 }
@@ -315,18 +331,13 @@ fn browser() -> Tool {
     tool(
         BROWSER,
         BROWSER_DESCRIPTION,
-        json!({
+        with_security_risk(json!({
             "type": "object",
             "properties": {
-                "code": {"type": "string", "description": code},
-                "security_risk": {
-                    "type": "string",
-                    "description": "The LLM's assessment of the safety risk of this action.",
-                    "enum": ["LOW", "MEDIUM", "HIGH"]
-                }
+                "code": {"type": "string", "description": code}
             },
             "required": ["code"]
-        }),
+        })),
     )
 }
 

@@ -328,3 +328,51 @@ fn the_model_can_request_a_condensation_and_plan_its_tasks() {
         "Missing required argument \"task_list\" for \"plan\" command in tool call task_tracker"
     );
 }
+
+/// The reference's function calling: `security_risk` is required by the schema but a native
+/// call without it runs with its risk unknown, and another value is logged and leaves it
+/// unknown (the prompted parser refuses both; see the agent's end-to-end tests).
+#[test]
+fn a_native_call_without_a_known_security_risk_runs_at_unknown_risk() {
+    let risk_of = |args: Value| {
+        let message = answer(None, vec![call("c", EXECUTE_BASH, args)]);
+        let actions = response_to_actions(
+            &message,
+            &json!({}),
+            None,
+            &HashSet::new(),
+            ToolProfile::CodeAct,
+        )
+        .unwrap();
+        actions[0].kind.security_risk()
+    };
+    assert_eq!(risk_of(json!({"command": "ls"})), Some(-1));
+    assert_eq!(
+        risk_of(json!({"command": "ls", "security_risk": "CRITICAL"})),
+        Some(-1)
+    );
+    assert_eq!(
+        risk_of(json!({"command": "ls", "security_risk": 2})),
+        Some(-1)
+    );
+    assert_eq!(
+        risk_of(json!({"command": "ls", "security_risk": ["HIGH"]})),
+        Some(-1)
+    );
+    assert_eq!(
+        risk_of(json!({"command": "ls", "security_risk": null})),
+        Some(-1)
+    );
+    assert_eq!(
+        risk_of(json!({"command": "ls", "security_risk": "LOW"})),
+        Some(0)
+    );
+    assert_eq!(
+        risk_of(json!({"command": "ls", "security_risk": "MEDIUM"})),
+        Some(1)
+    );
+    assert_eq!(
+        risk_of(json!({"command": "ls", "security_risk": "HIGH"})),
+        Some(2)
+    );
+}

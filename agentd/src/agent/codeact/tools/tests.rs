@@ -60,3 +60,52 @@ fn the_browser_tool_comes_last_when_enabled() {
             .any(|t| t.function.name == BROWSER)
     );
 }
+
+#[test]
+fn security_risk_is_required_of_the_sandbox_tools_and_the_browser_and_of_no_other() {
+    let all = tools(ToolSet {
+        browser: true,
+        delegate: true,
+        task_tracker: true,
+        condensation_request: true,
+        ..ToolSet::default()
+    });
+    for tool in &all {
+        let name = tool.function.name.as_str();
+        let parameters = &tool.function.parameters;
+        let required = parameters["required"]
+            .as_array()
+            .is_some_and(|r| r.contains(&json!(SECURITY_RISK)));
+        let wanted = [
+            EXECUTE_BASH,
+            "execute_ipython_cell",
+            STR_REPLACE_EDITOR,
+            BROWSER,
+        ]
+        .contains(&name);
+        assert_eq!(required, wanted, "{name}");
+        if wanted {
+            assert_eq!(
+                parameters["properties"][SECURITY_RISK]["enum"],
+                json!(["LOW", "MEDIUM", "HIGH"]),
+                "{name}"
+            );
+        }
+    }
+}
+
+/// The agents the tool names are those a run can start: a prompted call of another is
+/// refused by the parser (BrowsingAgent was missing from the `enum`).
+#[test]
+fn the_delegate_tool_names_every_agent_a_run_can_start() {
+    let all = tools(ToolSet {
+        delegate: true,
+        ..ToolSet::default()
+    });
+    let delegate = all.iter().find(|t| t.function.name == DELEGATE).unwrap();
+    assert_eq!(
+        delegate.function.parameters["properties"]["agent"]["enum"],
+        json!(crate::agent::DELEGATE_AGENTS)
+    );
+    assert!(crate::agent::DELEGATE_AGENTS.contains(&"BrowsingAgent"));
+}
