@@ -7,9 +7,8 @@ use async_trait::async_trait;
 use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum};
 
 use super::{Backend, Found, SandboxContainer, SandboxState, Spec, Warm, port_of};
-use crate::runtime::docker::{
-    DockerError, DockerHost, Limits, SandboxConfig, app_ports_of, label, labels, state_of, url_of,
-};
+use crate::runtime::docker::inspect::{app_ports_of, label, state_of, url_of};
+use crate::runtime::docker::{DockerError, DockerHost, Limits, SandboxConfig, labels};
 use crate::serve::{ServeConfig, ServeError};
 
 /// Sandboxes as containers of the local Docker engine.

@@ -30,6 +30,7 @@ use sandbox_common::random_hex;
 use super::docker::serve_labels;
 use super::{Backend, Found, SandboxContainer, SandboxState, Spec, Warm};
 use crate::runtime::docker::config::SANDBOXD_PORT;
+use crate::runtime::docker::inspect::is_not_found;
 use crate::runtime::docker::{
     DockerError, Egress, Limits, Network, SandboxConfig, image, labels, user,
 };
@@ -444,16 +445,6 @@ fn service_spec(
 
 fn task_state(task: &Task) -> Option<TaskState> {
     task.status.as_ref()?.state
-}
-
-fn is_not_found(e: &bollard::errors::Error) -> bool {
-    matches!(
-        e,
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404,
-            ..
-        }
-    )
 }
 
 /// A service's sandbox state from its newest task (and, for one on this node, whether its
