@@ -244,14 +244,14 @@ pub enum EgressSetting {
 
 impl EgressSetting {
     /// The policy it says; `Err` names the bad rule.
-    pub fn policy(&self) -> Result<crate::docker::Egress, String> {
+    pub fn policy(&self) -> Result<crate::runtime::docker::Egress, String> {
         match self {
             EgressSetting::Text(text) => text.parse(),
             EgressSetting::List(rules) => rules
                 .iter()
                 .map(|r| r.parse())
                 .collect::<Result<Vec<_>, _>>()
-                .map(crate::docker::Egress::Allow),
+                .map(crate::runtime::docker::Egress::Allow),
         }
     }
 }

@@ -75,7 +75,7 @@ fn egress_settings_with_domains_pins_and_per_key_and_image_policies_parse() {
     );
     assert_eq!(
         config.serve.egress_keys["k"].policy().unwrap(),
-        crate::docker::Egress::Deny
+        crate::runtime::docker::Egress::Deny
     );
     assert_eq!(
         config.serve.egress_images["img:1"]
