@@ -439,26 +439,27 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             .unwrap_or_default(),
         outcome.dir.display()
     );
-    if let Some(services) = state.stats["services"].as_object().filter(|s| s.len() > 1) {
-        for (id, stats) in services {
-            eprintln!(
-                "agentd: {id} ({}): {} calls, {} prompt + {} completion tokens, ${:.4}",
-                stats["model"].as_str().unwrap_or_default(),
-                stats["calls"],
-                stats["prompt_tokens"],
-                stats["completion_tokens"],
-                stats["accumulated_cost"].as_f64().unwrap_or_default()
-            );
+    if let Some(stats) = &state.stats {
+        if stats.services.len() > 1 {
+            for (id, service) in &stats.services {
+                eprintln!(
+                    "agentd: {id} ({}): {} calls, {} prompt + {} completion tokens, ${:.4}",
+                    service.model,
+                    service.calls,
+                    service.prompt_tokens,
+                    service.completion_tokens,
+                    service.accumulated_cost
+                );
+            }
         }
-    }
-    if let Some(total) = state.stats.get("total") {
+        let total = &stats.total;
         eprintln!(
             "agentd: LLM total: {} calls, {} prompt + {} completion tokens, ${:.4}, {:.1} s",
-            total["calls"],
-            total["prompt_tokens"],
-            total["completion_tokens"],
-            total["accumulated_cost"].as_f64().unwrap_or_default(),
-            total["latency"].as_f64().unwrap_or_default()
+            total.calls,
+            total.prompt_tokens,
+            total.completion_tokens,
+            total.accumulated_cost,
+            total.latency
         );
     }
     let tally = outcome.tally();

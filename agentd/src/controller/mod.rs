@@ -1143,7 +1143,7 @@ impl Controller {
 
     fn save(&mut self) -> Result<(), ControllerError> {
         if let Some(llms) = &self.config.llms {
-            self.state.stats = llms.stats();
+            self.state.stats = Some(llms.stats());
         }
         if let Some(path) = &self.state_path {
             self.state.save(path, &self.stream.mask())?;

@@ -25,4 +25,5 @@ pub(crate) mod view;
 pub(crate) use condenser::{Condensed, Condenser};
 pub use condenser::{CondenserConfig, CondenserError};
 pub(crate) use conversation::ConversationMemory;
+pub(crate) use responses::decode as decode_response;
 pub(crate) use view::View;
