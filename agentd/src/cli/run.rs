@@ -360,11 +360,10 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         .sessions_dir
         .or(file.sessions_dir)
         .unwrap_or_else(default_sessions_dir);
-    let session_id = args
-        .resume
-        .clone()
-        .or(args.session)
-        .unwrap_or_else(new_session_id);
+    let session_id = match args.resume.clone().or(args.session) {
+        Some(id) => id,
+        None => new_session_id().context("cannot make a session id")?,
+    };
     if let Some(url) = args.remote_api_url.or(file.remote.api_url) {
         let Some(api_key) = args.sandbox_api_key.or(file.remote.service_api_key) else {
             return usage(

@@ -51,7 +51,7 @@ fn a_full_file_parses_and_typos_are_errors() {
 
 #[test]
 fn session_ids_are_distinct() {
-    assert_ne!(new_session_id(), new_session_id());
+    assert_ne!(new_session_id().unwrap(), new_session_id().unwrap());
 }
 
 #[test]

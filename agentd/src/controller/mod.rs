@@ -61,7 +61,7 @@ use protocol::{Action, ActionKind, AgentState, Event, EventSource, Observation, 
 use tokio::sync::mpsc;
 
 use crate::agent::{Agent, AgentError, DELEGATE_AGENTS, Step, StepFuture};
-use crate::events::{EventFilter, EventLogError, EventStream};
+use crate::events::{EventFilter, EventLogError, EventStream, answer_to};
 use crate::recall::{KNOWLEDGE, WORKSPACE_CONTEXT, recall_action};
 use crate::security::SecurityConfig;
 use crate::state::{STATE_FILE, State, StateError};
@@ -477,10 +477,11 @@ impl Controller {
             DELEGATE_INTERRUPTED.to_string(),
         );
         error.message = DELEGATE_INTERRUPTED.to_string();
-        error.cause = delegate.id;
-        error.tool_call_metadata = delegate.tool_call_metadata.clone();
         // Only if it has no answer yet.
-        if let Some(stored) = self.stream.answer(error, EventSource::Agent)? {
+        if let Some(stored) = self
+            .stream
+            .answer(answer_to(error, delegate), EventSource::Agent)?
+        {
             self.own_event(&stored);
         }
         Ok(())
@@ -675,9 +676,7 @@ impl Controller {
             let mut error =
                 Observation::new(ObservationKind::Error(ErrorExtras::default()), text.clone());
             error.message = text;
-            error.cause = delegate_action.id;
-            error.tool_call_metadata = delegate_action.tool_call_metadata.clone();
-            self.add(error, EventSource::Agent)?;
+            self.add(answer_to(error, delegate_action), EventSource::Agent)?;
             return Ok(());
         };
         let name = agent.name().to_string();
@@ -764,15 +763,13 @@ impl Controller {
             _ => format!("{name} encountered an error during execution."),
         };
         let content = format!("Delegated agent finished with result:\n\n{content}");
-        let mut answer = Observation::new(
+        let answer = Observation::new(
             ObservationKind::Delegate(DelegateExtras {
                 outputs: ended.outputs.clone(),
             }),
             content,
         );
-        answer.cause = delegate_action.id;
-        answer.tool_call_metadata = delegate_action.tool_call_metadata.clone();
-        self.add(answer, EventSource::Agent)?;
+        self.add(answer_to(answer, delegate_action), EventSource::Agent)?;
         tracing::info!(
             session = %self.state.session_id,
             delegate = %name,
@@ -828,25 +825,21 @@ impl Controller {
                     THOUGHT_LOGGED.to_string(),
                 );
                 logged.message = THOUGHT_LOGGED.to_string();
-                logged.cause = action.id;
-                logged.tool_call_metadata = action.tool_call_metadata.clone();
-                self.add(logged, EventSource::Agent)?;
+                self.add(answer_to(logged, action), EventSource::Agent)?;
             }
             ActionKind::Delegate(args) => {
                 self.delegation = Some((stored.clone(), args.clone()));
             }
             ActionKind::TaskTracking(args) => {
                 let dir = self.state_path.as_deref().and_then(Path::parent);
-                let mut answer = crate::tasks::track(args, dir);
+                let answer = crate::tasks::track(args, dir);
                 if args.command == "plan" && !matches!(answer.kind, ObservationKind::Error(_)) {
                     self.state.extra_data.insert(
                         "task_list".to_string(),
                         serde_json::Value::Array(args.task_list.clone()),
                     );
                 }
-                answer.cause = action.id;
-                answer.tool_call_metadata = action.tool_call_metadata.clone();
-                self.add(answer, EventSource::Agent)?;
+                self.add(answer_to(answer, action), EventSource::Agent)?;
             }
             ActionKind::Finish(finish) => {
                 self.state.outputs = finish.outputs.clone();
@@ -1098,9 +1091,9 @@ impl Controller {
         let Event::Action(action) = &*pending else {
             return Ok(());
         };
-        let Some(id) = action.id else {
+        if action.id.is_none() {
             return Ok(());
-        };
+        }
         let (content, error_id) = if ending == AgentState::Stopped {
             (NOT_EXECUTED_STOPPED, NOT_EXECUTED_STOPPED_ID)
         } else {
@@ -1113,11 +1106,12 @@ impl Controller {
             content.to_string(),
         );
         error.message = content.to_string();
-        error.cause = Some(id);
-        error.tool_call_metadata = action.tool_call_metadata.clone();
         // Unless the runtime's observation got there first (it may be on the stream already,
         // not yet delivered).
-        if let Some(stored) = self.stream.answer(error, EventSource::Agent)? {
+        if let Some(stored) = self
+            .stream
+            .answer(answer_to(error, action), EventSource::Agent)?
+        {
             self.own_event(&stored);
         }
         Ok(())

@@ -615,7 +615,7 @@ fn check_native(message: &Message, tools: &[Tool]) -> Result<Message, String> {
             }
         }
         if call.id.is_empty() {
-            call.id = prompted::new_call_id();
+            call.id = prompted::unique_call_id();
         }
     }
     Ok(message)

@@ -31,6 +31,7 @@ use super::container::ContainerBackend;
 use super::death::SandboxDeath;
 use super::local::LocalSandbox;
 use super::{RuntimeConfig, RuntimeError, RuntimeKind, error_id, local, remote};
+use crate::events::answer_to;
 use crate::mcp::{Endpoint, McpFailure, McpHub, McpSettings, McpTransport};
 
 /// What messages call the sandbox's stdio MCP servers, behind its proxy.
@@ -336,9 +337,7 @@ impl Runtime {
         let mut observation = self.run(action).await;
         observation.id = None;
         observation.source = None;
-        observation.cause = action.id;
-        observation.tool_call_metadata = action.tool_call_metadata.clone();
-        observation
+        answer_to(observation, action)
     }
 
     async fn run(&self, action: &Action) -> Observation {
@@ -367,8 +366,11 @@ impl Runtime {
         if let Some(death) = self.death() {
             return died(&death);
         }
-        // The host calls MCP tools itself (stdio servers through the sandbox's proxy).
-        if let ActionKind::Mcp(args) = &action.kind {
+        // A runnable action that sandboxd does not run is an MCP tool call: the host calls it
+        // itself (stdio servers through the sandbox's proxy).
+        if !action.kind.action_type().runs_in_sandbox()
+            && let ActionKind::Mcp(args) = &action.kind
+        {
             return tokio::select! {
                 biased;
                 death = self.died() => died(&death),
