@@ -52,8 +52,6 @@ pub struct Runtime {
     death: watch::Sender<Option<SandboxDeath>>,
     /// Seconds given to actions without a timeout.
     default_timeout: Option<f64>,
-    /// sandboxd's session key, for its MCP proxy.
-    key: Option<String>,
     /// The MCP servers `call_tool_mcp` actions call (none until [`Runtime::connect_mcp`]).
     mcp: McpHub,
     /// See [`RuntimeConfig::on_output`](super::RuntimeConfig::on_output).
@@ -101,7 +99,7 @@ impl Runtime {
                 }
             },
         };
-        let client = match SandboxClient::new(&url, key.clone()) {
+        let client = match SandboxClient::new(&url, key) {
             Ok(client) => client,
             Err(e) => {
                 if let Err(close) = close_backend(backend).await {
@@ -117,7 +115,6 @@ impl Runtime {
             backend,
             death,
             default_timeout: config.default_action_timeout.map(|t| t.as_secs_f64()),
-            key,
             mcp: McpHub::default(),
             on_output: config.on_output.clone(),
         };
@@ -248,11 +245,7 @@ impl Runtime {
     /// call them.
     pub async fn connect_mcp(&mut self, settings: &McpSettings) -> Vec<McpFailure> {
         let mut failures = Vec::new();
-        let host = reqwest::Client::builder()
-            .connect_timeout(client::CONNECT_TIMEOUT)
-            .build()
-            .unwrap_or_default();
-        let mut endpoints = Endpoint::remote(settings, &host);
+        let mut endpoints = Endpoint::remote(settings);
         if !settings.stdio_servers.is_empty() {
             match self.sandbox_mcp(settings).await {
                 Ok((endpoint, errors)) => {
@@ -293,18 +286,10 @@ impl Runtime {
                 reason: paragraph.to_owned(),
             })
             .collect();
-        let url = self
+        let (url, headers) = self
             .client
-            .base_url()
-            .join("mcp/proxy")
+            .mcp_proxy()
             .map_err(|e| format!("no proxy URL: {e}"))?;
-        let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(key) = &self.key
-            && let Ok(mut value) = reqwest::header::HeaderValue::from_str(key)
-        {
-            value.set_sensitive(true);
-            headers.insert("x-session-api-key", value);
-        }
         let endpoint = Endpoint {
             label: SANDBOX_MCP.to_owned(),
             url: url.to_string(),

@@ -14,6 +14,7 @@ mod swarm;
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use client::{ClientError, SandboxClient};
 
 use super::store::Claim;
 use super::{ServeConfig, ServeError};
@@ -236,6 +237,18 @@ pub(super) async fn connect(config: &ServeConfig) -> Result<Box<dyn Backend>, Se
 /// The port of `http://host:PORT`.
 pub(super) fn port_of(url: &str) -> Option<u16> {
     url.rsplit(':').next()?.trim_end_matches('/').parse().ok()
+}
+
+/// Whether a sandboxd at `url` answers HTTP at all, through `http`: any status (waiting for
+/// its configuration, it answers 503 to `/alive`), not a connection failure or a timeout.
+pub(super) async fn answers_http(http: &reqwest::Client, url: &str) -> bool {
+    let Ok(sandboxd) = SandboxClient::with_http_client(url, None, http.clone()) else {
+        return false;
+    };
+    matches!(
+        sandboxd.alive().await,
+        Ok(()) | Err(ClientError::Http { .. })
+    )
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use bollard::query_parameters::{ListServicesOptionsBuilder, ListTasksOptionsBuil
 use sandbox_common::random_hex;
 
 use super::docker::serve_labels;
-use super::{Backend, Found, SandboxContainer, SandboxState, Spec, Warm};
+use super::{Backend, Found, SandboxContainer, SandboxState, Spec, Warm, answers_http};
 use crate::runtime::docker::config::SANDBOXD_PORT;
 use crate::runtime::docker::inspect::is_not_found;
 use crate::runtime::docker::{
@@ -195,8 +195,7 @@ impl SwarmBackend {
                     Some(TaskState::RUNNING) => {
                         let node = task.node_id.clone().unwrap_or_default();
                         let url = format!("http://{}:{port}", self.node_address(&node).await?);
-                        // Waiting for its configuration, sandboxd answers 503 to /alive.
-                        if http.get(format!("{url}/alive")).send().await.is_ok() {
+                        if answers_http(&http, &url).await {
                             return Ok(url);
                         }
                         last = "sandboxd does not answer yet".to_string();
