@@ -13,6 +13,7 @@ use protocol::{
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::delegate::DELEGATE_INTERRUPTED;
 use super::*;
 use crate::agent::{AgentError, FatalKind, ReplayAgent, ScriptedAgent, Step};
 use crate::llm::ErrorKind;
