@@ -8,6 +8,7 @@ mod run;
 mod sandbox;
 mod serve;
 mod server;
+mod settings;
 
 pub use image::{ImageCommand, run as run_image};
 pub use run::{RunArgs, run as run_agent};
