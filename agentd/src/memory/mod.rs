@@ -18,6 +18,7 @@
 
 pub(crate) mod condenser;
 pub(crate) mod conversation;
+mod render;
 mod responses;
 pub(crate) mod tokens;
 pub(crate) mod view;
