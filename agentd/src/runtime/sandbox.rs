@@ -48,7 +48,7 @@ pub struct Runtime {
     kind: RuntimeKind,
     url: String,
     client: SandboxClient,
-    backend: Backend,
+    backend: StartedSandbox,
     death: watch::Sender<Option<SandboxDeath>>,
     /// Seconds given to actions without a timeout.
     default_timeout: Option<f64>,
@@ -60,7 +60,7 @@ pub struct Runtime {
 
 /// What the runtime started, and owns.
 #[derive(Debug)]
-enum Backend {
+enum StartedSandbox {
     Local(LocalSandbox),
     Docker(Box<ContainerBackend>),
     Remote,
@@ -77,7 +77,7 @@ impl Runtime {
             RuntimeKind::Local => {
                 let started = local::start(config, &death).await?;
                 (
-                    Backend::Local(started.sandbox),
+                    StartedSandbox::Local(started.sandbox),
                     started.url,
                     Some(started.session_api_key),
                 )
@@ -86,16 +86,16 @@ impl Runtime {
                 let container = super::container::start(config, &death).await?;
                 let url = container.sandbox.url.clone();
                 let key = container.sandbox.session_api_key.clone();
-                (Backend::Docker(Box::new(container)), url, Some(key))
+                (StartedSandbox::Docker(Box::new(container)), url, Some(key))
             }
             RuntimeKind::Remote => match &config.remote_api {
                 Some(api) => {
                     let (sandbox, url, key) = remote::start_via_api(config, api).await?;
-                    (Backend::RemoteApi(sandbox), url, key)
+                    (StartedSandbox::RemoteApi(sandbox), url, key)
                 }
                 None => {
                     let (url, key) = remote::target(config)?;
-                    (Backend::Remote, url, key)
+                    (StartedSandbox::Remote, url, key)
                 }
             },
         };
@@ -142,7 +142,10 @@ impl Runtime {
                 output: self.output().await,
             });
         }
-        if matches!(self.backend, Backend::Remote | Backend::RemoteApi(_)) {
+        if matches!(
+            self.backend,
+            StartedSandbox::Remote | StartedSandbox::RemoteApi(_)
+        ) {
             remote::check_key(&self.client, &self.url).await?;
         }
         Ok(())
@@ -168,7 +171,7 @@ impl Runtime {
     /// group id of both).
     pub fn pid(&self) -> Option<u32> {
         match &self.backend {
-            Backend::Local(local) => Some(local.pid()),
+            StartedSandbox::Local(local) => Some(local.pid()),
             _ => None,
         }
     }
@@ -176,7 +179,7 @@ impl Runtime {
     /// The id of the Docker runtime's container.
     pub fn container_id(&self) -> Option<&str> {
         match &self.backend {
-            Backend::Docker(container) => Some(&container.sandbox.id),
+            StartedSandbox::Docker(container) => Some(&container.sandbox.id),
             _ => None,
         }
     }
@@ -185,13 +188,15 @@ impl Runtime {
     /// the sandbox): a Docker sandbox's published app ports; none for the others.
     pub fn web_hosts(&self) -> std::collections::BTreeMap<String, u16> {
         match &self.backend {
-            Backend::Docker(container) => container
+            StartedSandbox::Docker(container) => container
                 .sandbox
                 .app_ports
                 .iter()
                 .map(|(inside, host)| (format!("http://localhost:{host}"), *inside))
                 .collect(),
-            Backend::Local(_) | Backend::Remote | Backend::RemoteApi(_) => Default::default(),
+            StartedSandbox::Local(_) | StartedSandbox::Remote | StartedSandbox::RemoteApi(_) => {
+                Default::default()
+            }
         }
     }
 
@@ -433,23 +438,23 @@ impl Runtime {
             return Some(death);
         }
         match &self.backend {
-            Backend::Local(_) => tokio::time::timeout(CONFIRM_DEATH, self.died()).await.ok(),
-            Backend::Docker(container) => {
+            StartedSandbox::Local(_) => tokio::time::timeout(CONFIRM_DEATH, self.died()).await.ok(),
+            StartedSandbox::Docker(container) => {
                 match tokio::time::timeout(CONFIRM_DEATH, self.died()).await {
                     Ok(death) => Some(death),
                     Err(_) => container.check(&self.death).await,
                 }
             }
-            Backend::Remote | Backend::RemoteApi(_) => None,
+            StartedSandbox::Remote | StartedSandbox::RemoteApi(_) => None,
         }
     }
 
     /// The sandbox's last output, for error messages.
     async fn output(&self) -> String {
         match &self.backend {
-            Backend::Local(local) => local.output(),
-            Backend::Docker(container) => container.output().await,
-            Backend::Remote | Backend::RemoteApi(_) => String::new(),
+            StartedSandbox::Local(local) => local.output(),
+            StartedSandbox::Docker(container) => container.output().await,
+            StartedSandbox::Remote | StartedSandbox::RemoteApi(_) => String::new(),
         }
     }
 
@@ -461,12 +466,12 @@ impl Runtime {
     }
 }
 
-async fn close_backend(backend: Backend) -> Result<(), RuntimeError> {
+async fn close_backend(backend: StartedSandbox) -> Result<(), RuntimeError> {
     match backend {
-        Backend::Local(mut local) => local.stop().await,
-        Backend::Docker(container) => (*container).close().await,
-        Backend::Remote => Ok(()),
-        Backend::RemoteApi(sandbox) => sandbox.close().await,
+        StartedSandbox::Local(mut local) => local.stop().await,
+        StartedSandbox::Docker(container) => (*container).close().await,
+        StartedSandbox::Remote => Ok(()),
+        StartedSandbox::RemoteApi(sandbox) => sandbox.close().await,
     }
 }
 

@@ -27,7 +27,7 @@ pub(super) use swarm::SwarmBackend;
 
 /// One of the service's sandboxes, as the service reaches it (waiting in a pool or claimed).
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct SandboxContainer {
+pub(super) struct ServedSandbox {
     /// The backend's id of it (a container id, a swarm service id).
     pub(super) id: String,
     /// sandboxd's URL from the service.
@@ -44,7 +44,7 @@ pub(super) struct SandboxContainer {
 #[derive(Debug, Clone)]
 pub(super) struct Warm {
     pub(super) runtime_id: String,
-    pub(super) container: SandboxContainer,
+    pub(super) container: ServedSandbox,
     /// The key its `POST /configure` wants.
     pub(super) configure_key: String,
 }
@@ -110,7 +110,7 @@ pub(super) struct Found {
     pub(super) id: String,
     pub(super) state: SandboxState,
     /// How to reach it; `None` when it has no reachable sandboxd (no published port).
-    pub(super) container: Option<SandboxContainer>,
+    pub(super) container: Option<ServedSandbox>,
     /// The key a waiting sandboxd takes its configuration with.
     pub(super) configure_key: Option<String>,
     /// The profile label it was made with.

@@ -28,7 +28,7 @@ use bollard::query_parameters::{ListServicesOptionsBuilder, ListTasksOptionsBuil
 use sandbox_common::random_hex;
 
 use super::docker::serve_labels;
-use super::{Backend, Found, SandboxContainer, SandboxState, Spec, Warm, answers_http};
+use super::{Backend, Found, SandboxState, ServedSandbox, Spec, Warm, answers_http};
 use crate::runtime::docker::config::SANDBOXD_PORT;
 use crate::runtime::docker::inspect::is_not_found;
 use crate::runtime::docker::{
@@ -531,7 +531,7 @@ impl Backend for SwarmBackend {
         {
             Ok(local_url) => Ok(Warm {
                 runtime_id: spec.runtime_id.to_string(),
-                container: SandboxContainer {
+                container: ServedSandbox {
                     id,
                     local_url,
                     port,
@@ -692,7 +692,7 @@ impl Backend for SwarmBackend {
             let container =
                 address
                     .zip(published(&service, SANDBOXD_PORT))
-                    .map(|(address, port)| SandboxContainer {
+                    .map(|(address, port)| ServedSandbox {
                         id: id.clone(),
                         local_url: format!("http://{address}:{port}"),
                         port,

@@ -19,7 +19,7 @@ fn entry(runtime_id: &str, session_id: &str, owner: &str, created_at: &str) -> E
             created_at: created_at.to_string(),
             pending_configuration: None,
         },
-        container: SandboxContainer {
+        container: ServedSandbox {
             id: format!("c-{runtime_id}"),
             local_url: "http://127.0.0.1:1".to_string(),
             port: 1,

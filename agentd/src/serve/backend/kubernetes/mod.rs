@@ -29,7 +29,7 @@ use kube::api::{
 use sandbox_common::random_hex;
 use tokio::time::Instant;
 
-use super::{Backend, Found, SandboxContainer, SandboxState, Spec, Warm, answers_http};
+use super::{Backend, Found, SandboxState, ServedSandbox, Spec, Warm, answers_http};
 use crate::runtime::docker::config::SANDBOXD_PORT;
 use crate::runtime::docker::{Limits, Network, SandboxConfig, user};
 use crate::serve::store::Claim;
@@ -565,7 +565,7 @@ impl Backend for KubernetesBackend {
         match self.make(config, &spec, &sandbox, &key).await {
             Ok(local_url) => Ok(Warm {
                 runtime_id: spec.runtime_id.to_string(),
-                container: SandboxContainer {
+                container: ServedSandbox {
                     id: spec.runtime_id.to_string(),
                     local_url,
                     port: self.settings.sandboxd_port,
