@@ -244,14 +244,14 @@ pub enum EgressSetting {
 
 impl EgressSetting {
     /// The policy it says; `Err` names the bad rule.
-    pub fn policy(&self) -> Result<crate::docker::Egress, String> {
+    pub fn policy(&self) -> Result<crate::runtime::docker::Egress, String> {
         match self {
             EgressSetting::Text(text) => text.parse(),
             EgressSetting::List(rules) => rules
                 .iter()
                 .map(|r| r.parse())
                 .collect::<Result<Vec<_>, _>>()
-                .map(crate::docker::Egress::Allow),
+                .map(crate::runtime::docker::Egress::Allow),
         }
     }
 }
@@ -366,11 +366,14 @@ pub fn default_sessions_dir() -> PathBuf {
     }
 }
 
-/// A new session id: the UTC time and a random suffix (`20261122-081500-3fa9c1`).
-pub fn new_session_id() -> String {
-    // Uniqueness, not secrecy: the time alone would do if the OS gave no random bytes.
-    let hex = sandbox_common::random_hex(3).unwrap_or_else(|_| "000000".to_owned());
-    format!("{}-{hex}", chrono::Utc::now().format("%Y%m%d-%H%M%S"))
+/// A new session id: the UTC time and a random suffix (`20261122-081500-3fa9c1`); the OS's
+/// random source failing is its error (runs started in the same second need the suffix).
+pub fn new_session_id() -> Result<String, sandbox_common::RandomError> {
+    let hex = sandbox_common::random_hex(3)?;
+    Ok(format!(
+        "{}-{hex}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S")
+    ))
 }
 
 #[cfg(test)]

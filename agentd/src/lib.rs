@@ -89,8 +89,8 @@ pub use workspace::{RepoOrigin, Repository, WorkspaceError, WorkspaceSpec};
 pub mod docker {
     pub use crate::runtime::docker::config::DEFAULT_BASE_IMAGE;
     pub use crate::runtime::docker::image::{
-        ContextFile, SandboxImage, build, default_sandboxd_binary, ensure_sandbox_image,
-        import_rootfs, is_sandbox_image, sandbox_image_for, sandboxd_binary,
+        ContextFile, SandboxImage, build, ensure_sandbox_image, import_rootfs, is_sandbox_image,
+        sandbox_image_for,
     };
     pub use crate::runtime::docker::labels::Owner;
     pub use crate::runtime::docker::user::{SandboxUser, UserError, choose as choose_user};

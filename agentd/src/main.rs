@@ -25,17 +25,17 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run an agent on a task in a sandbox, headless, with live progress.
-    Run(Box<cli::run::RunArgs>),
+    Run(Box<cli::RunArgs>),
     /// Create, list, use and remove sandbox containers.
     #[command(subcommand)]
-    Sandbox(cli::sandbox::SandboxCommand),
+    Sandbox(cli::SandboxCommand),
     /// Make sandbox images.
     #[command(subcommand)]
-    Image(cli::image::ImageCommand),
+    Image(cli::ImageCommand),
     /// Serve the runtime API (OpenHands' RemoteRuntime control plane) to other agent hosts.
-    Serve(Box<cli::serve::ServeArgs>),
+    Serve(Box<cli::ServeArgs>),
     /// Serve conversations: agents as a service, with a REST API, live events and a web page.
-    Server(Box<cli::server::ServerArgs>),
+    Server(Box<cli::ServerArgs>),
 }
 
 fn main() -> ExitCode {
@@ -68,10 +68,10 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli, log_mask: agentd::LogMask) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Run(args) => cli::run::run(*args, &log_mask).await,
-        Command::Sandbox(command) => cli::sandbox::run(command).await,
-        Command::Image(command) => cli::image::run(command).await,
-        Command::Serve(args) => cli::serve::run(*args).await,
-        Command::Server(args) => cli::server::run(*args).await,
+        Command::Run(args) => cli::run_agent(*args, &log_mask).await,
+        Command::Sandbox(command) => cli::run_sandbox(command).await,
+        Command::Image(command) => cli::run_image(command).await,
+        Command::Serve(args) => cli::run_serve(*args).await,
+        Command::Server(args) => cli::run_server(*args).await,
     }
 }

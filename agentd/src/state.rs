@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use protocol::AgentState;
 use serde::{Deserialize, Serialize};
 
+use crate::llm::Stats;
 use crate::secrets::SecretMask;
 
 /// The file name of the state in a session directory.
@@ -93,7 +94,7 @@ pub struct State {
     /// The conversation's LLM stats: each service's cost, tokens and latency and their sum
     /// (see `LlmRegistry::stats`); null without a registry.
     #[serde(default)]
-    pub stats: serde_json::Value,
+    pub stats: Option<Stats>,
 }
 
 /// What the run's LLM calls cost, in USD.
@@ -156,7 +157,7 @@ impl State {
             confirmation_mode: false,
             delegate_level: 0,
             parent_iteration: 0,
-            stats: serde_json::Value::Null,
+            stats: None,
         }
     }
 

@@ -21,13 +21,14 @@ mod microagents;
 
 use std::collections::BTreeMap;
 
-use protocol::action::{CmdRunArgs, FileWriteArgs};
+use protocol::action::{CmdRunArgs, ConfirmationState, FileWriteArgs, IPythonRunCellArgs};
 use protocol::{Action, ActionKind, EventSource, Observation, ObservationKind};
 use sandbox_common::shell_quote;
 
 use crate::events::{EventLogError, EventStream};
 use crate::runtime::Runtime;
 use crate::secrets::{Secret, SecretMask};
+use crate::security::Risk;
 use microagents::Loaded;
 
 /// The hard timeout of `setup.sh` and of a clone (the reference's 600 s for `setup.sh`).
@@ -377,21 +378,21 @@ async fn export_secrets(
         "import os\nos.environ.update({})",
         serde_json::Value::Object(values)
     );
-    let cell = serde_json::json!({"action": "run_ipython", "args": {"code": code, "include_extra": false}});
-    match serde_json::from_value::<Action>(cell) {
-        Ok(mut action) => {
-            action.timeout = Some(COMMAND_TIMEOUT_SECONDS);
-            let observation = runtime.execute(&action).await;
-            if !matches!(observation.kind, ObservationKind::RunIpython(_)) {
-                tracing::warn!(
-                    output = %mask.mask(&observation.content),
-                    "the secrets are in the shell's environment but not in the IPython kernel's"
-                );
-            }
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot make the IPython cell that exports the secrets")
-        }
+    let mut cell = Action::from(ActionKind::RunIpython(IPythonRunCellArgs {
+        code,
+        thought: String::new(),
+        include_extra: false,
+        confirmation_state: ConfirmationState::default(),
+        security_risk: Risk::Unknown.as_i64(),
+        kernel_init_code: String::new(),
+    }));
+    cell.timeout = Some(COMMAND_TIMEOUT_SECONDS);
+    let observation = runtime.execute(&cell).await;
+    if !matches!(observation.kind, ObservationKind::RunIpython(_)) {
+        tracing::warn!(
+            output = %mask.mask(&observation.content),
+            "the secrets are in the shell's environment but not in the IPython kernel's"
+        );
     }
     tracing::info!(
         names = ?secrets.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),

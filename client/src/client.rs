@@ -427,6 +427,24 @@ impl SandboxClient {
         &self.http
     }
 
+    /// Where an MCP client reaches the sandbox's MCP proxy (`/mcp/proxy`: the stdio servers'
+    /// tools over streamable HTTP) through [`SandboxClient::http_client`], and the headers its
+    /// requests need (the session key, marked sensitive).
+    pub fn mcp_proxy(&self) -> Result<(Url, reqwest::header::HeaderMap), ClientError> {
+        let url = self
+            .base
+            .join("mcp/proxy")
+            .map_err(|err| ClientError::InvalidUrl {
+                url: self.base.to_string(),
+                reason: err.to_string(),
+            })?;
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(key) = &self.api_key {
+            headers.insert(HeaderName::from_static("x-session-api-key"), key.clone());
+        }
+        Ok((url, headers))
+    }
+
     /// `POST /list_files`: names in a directory of the sandbox, directories first with a
     /// trailing `/`. `None` lists the initial working directory; a relative path is joined to
     /// it. A missing path yields an empty list, not an error.

@@ -195,6 +195,12 @@ impl ActionType {
                 | ActionType::Mcp
         )
     }
+
+    /// Whether sandboxd runs an action of this type: every runnable type but `call_tool_mcp`,
+    /// which the host runs itself ([`ActionType::is_runnable`]).
+    pub const fn runs_in_sandbox(self) -> bool {
+        self.is_runnable() && !matches!(self, ActionType::Mcp)
+    }
 }
 
 /// The action type with its arguments.

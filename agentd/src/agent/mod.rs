@@ -19,6 +19,7 @@ use std::pin::Pin;
 use protocol::Action;
 
 use crate::events::EventStream;
+use crate::llm::ErrorKind;
 use crate::state::State;
 
 pub use browsing::BrowsingAgent;
@@ -91,15 +92,37 @@ pub enum AgentError {
     #[error("{0}")]
     Malformed(String),
     /// Anything else (the LLM is unreachable, out of credit, the context cannot fit). Ends the
-    /// run in the error state with `"{kind}: {message}"` as its `last_error`; retrying the
-    /// same step is not expected to help.
-    #[error("{kind}: {message}")]
+    /// run in the error state with `"{kind}: {message}"` as its `last_error` (the kind by its
+    /// [`FatalKind::name`]); retrying the same step is not expected to help.
+    #[error("{}: {message}", .kind.name())]
     Fatal {
-        /// The error's type name, as OpenHands reports it (`APIConnectionError`).
-        kind: String,
+        /// What failed.
+        kind: FatalKind,
         /// What went wrong.
         message: String,
     },
+}
+
+/// What made a step fail for good: its error type as OpenHands names it in `last_error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FatalKind {
+    /// The LLM call failed (`APIConnectionError`, `RateLimitError`, ...).
+    Llm(ErrorKind),
+    /// The model's response could not be recorded (`LLMResponseError`).
+    LlmResponse,
+    /// The condenser failed otherwise than in its LLM call (`CondenserError`).
+    Condenser,
+}
+
+impl FatalKind {
+    /// The error type name, as OpenHands reports it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            FatalKind::Llm(kind) => kind.name(),
+            FatalKind::LlmResponse => "LLMResponseError",
+            FatalKind::Condenser => "CondenserError",
+        }
+    }
 }
 
 /// An action as an agent hands it over: the stream's envelope (id, time, source, cause) cleared,

@@ -59,9 +59,9 @@ async fn build(
     sandboxd: SandboxdArg,
     json: bool,
 ) -> anyhow::Result<u8> {
-    let sandboxd = agentd::docker::sandboxd_binary(sandboxd.path.as_deref(), base)?;
+    let sandboxd = sandboxd.path.as_deref();
     let image = with_build_progress(json, async |progress| {
-        agentd::docker::ensure_sandbox_image(docker.docker(), base, &sandboxd, progress).await
+        agentd::docker::sandbox_image_for(docker.docker(), base, sandboxd, progress).await
     })
     .await?;
     if json {

@@ -198,8 +198,7 @@ fn terminal_lines(
             }
             message(std::mem::take(&mut text))
         };
-        let stop =
-            matches!(&action.kind, ActionKind::ChangeAgentState(c) if c.agent_state == "stopped");
+        let stop = matches!(&action.kind, ActionKind::ChangeAgentState(c) if AgentState::parse(&c.agent_state) == Some(AgentState::Stopped));
         if tx.send(action).is_err() || stop {
             return false;
         }

@@ -2,12 +2,19 @@
 //! what several of them share: the exit status of failures, the settings file, overriding a
 //! setting, sizes, and the stop signals.
 
-pub mod image;
-pub mod input;
-pub mod run;
-pub mod sandbox;
-pub mod serve;
-pub mod server;
+mod image;
+mod input;
+mod run;
+mod sandbox;
+mod serve;
+mod server;
+mod settings;
+
+pub use image::{ImageCommand, run as run_image};
+pub use run::{RunArgs, run as run_agent};
+pub use sandbox::{SandboxCommand, run as run_sandbox};
+pub use serve::{ServeArgs, run as run_serve};
+pub use server::{ServerArgs, run as run_server};
 
 use std::future::Future;
 use std::path::Path;

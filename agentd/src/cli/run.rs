@@ -3,14 +3,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use agentd::AGENT_SERVICE;
 use agentd::DEFAULT_MAX_ITERATIONS;
-use agentd::ToolSet;
 use agentd::docker::{SandboxConfig, SandboxUser, choose_user};
-use agentd::{AGENT_SERVICE, CONDENSER_SERVICE};
-use agentd::{Agent, AgentFactory, ReplayAgent, ScriptedAgent, ToolProfile};
-use agentd::{AnalyzerKind, SecurityAnalyzer, SecurityConfig};
-use agentd::{CodeActAgent, CodeActConfig};
-use agentd::{DEFAULT_BASE_URL, LlmConfig, LlmRegistry, RetryNotice, ToolCalling};
+use agentd::{Agent, AgentFactory, ReplayAgent, ToolProfile};
+use agentd::{AnalyzerKind, LlmRegistry, McpSettings, Outcome, ToolCalling};
 use agentd::{FileConfig, RemoteEntry, default_sessions_dir, new_session_id};
 use agentd::{LogMask, RepoOrigin, Repository, Secret, SecretMask, WorkspaceSpec};
 use agentd::{RemoteApiConfig, RuntimeConfig, RuntimeKind};
@@ -21,8 +18,8 @@ use clap::Args;
 use protocol::{Action, AgentState, Event, ObservationKind};
 
 use super::input::{self, InputMode, SeenState};
-
-use super::{DiskSize, parse_bytes, set};
+use super::settings::{codeact, docker_settings, llm_config, security_config};
+use super::{DiskSize, set};
 
 /// Exit status of a command line that cannot work.
 const USAGE: u8 = 2;
@@ -193,67 +190,44 @@ pub struct RunArgs {
     interactive: bool,
 }
 
+/// A mistake in the flags or the settings: said on stderr, and the exit status is [`USAGE`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Usage(String);
+
+/// The agent of a run, and what it brings: the agents it may delegate to, the run's models.
+struct ChosenAgent {
+    agent: Box<dyn Agent>,
+    delegates: Option<AgentFactory>,
+    llms: Option<LlmRegistry>,
+}
+
 pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
+    match run_checked(args, log_mask).await {
+        Err(e) => match e.downcast::<Usage>() {
+            Ok(Usage(message)) => usage(&message),
+            Err(e) => Err(e),
+        },
+        done => done,
+    }
+}
+
+/// The run: its settings made (a [`Usage`] error for a mistake in them), the session run, its
+/// outcome reported; the exit status.
+async fn run_checked(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     let file = super::settings(args.config.as_deref())?;
-    let workspace = match workspace_spec(&args, &file) {
-        Ok(workspace) => workspace,
-        Err(message) => return usage(&message),
-    };
+    let workspace = workspace_spec(&args, &file).map_err(Usage)?;
     let mask = SecretMask::new(&workspace.all_secrets());
     log_mask.set(mask.clone());
     let recorded = match &args.replay {
         Some(path) => Some(trajectory::load(path)?),
         None => None,
     };
-    let mut delegates: Option<AgentFactory> = None;
-    let mut llms: Option<LlmRegistry> = None;
-    let agent: Box<dyn Agent> = match (&recorded, &args.script) {
-        (Some(events), _) => Box::new(ReplayAgent::from_events(events)),
-        (None, Some(path)) => {
-            let text =
-                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            let actions: Vec<Action> = serde_json::from_slice(&text)
-                .with_context(|| format!("{} is not a JSON array of actions", path.display()))?;
-            Box::new(ReplayAgent::new(actions))
-        }
-        (None, None) => {
-            let mut llm = llm_config(
-                &file,
-                args.model.clone(),
-                args.base_url.clone(),
-                args.api_key.clone(),
-                args.tool_calling,
-            );
-            if args.dump_requests.is_some() {
-                llm.dump_requests_folder = args.dump_requests.clone();
-            }
-            if llm.model.trim().is_empty() {
-                return usage(
-                    "no agent: pass --model (or set LLM_MODEL, or [llm] model in --config) for                      the CodeAct agent, or --script FILE or --replay FILE",
-                );
-            }
-            let registry = LlmRegistry::default();
-            if args.agent == "BrowsingAgent" {
-                let model = llm.model.clone();
-                let llm = registry
-                    .get(AGENT_SERVICE, Some(&llm))
-                    .with_context(|| format!("cannot set up the model {model}"))?
-                    .with_secret_mask(mask.clone());
-                llms = Some(registry);
-                Box::new(agentd::BrowsingAgent::new(llm))
-            } else {
-                let profile = if args.agent == "LocAgent" {
-                    ToolProfile::Loc
-                } else {
-                    ToolProfile::CodeAct
-                };
-                let (agent, factory) = codeact(&registry, llm, &file, mask.clone(), profile)?;
-                delegates = Some(factory);
-                llms = Some(registry);
-                Box::new(agent)
-            }
-        }
-    };
+    let ChosenAgent {
+        agent,
+        delegates,
+        llms,
+    } = choose_agent(&args, &file, &mask, recorded.as_deref())?;
     let interactive = args.interactive
         || (args.resume.is_none()
             && args.task.is_none()
@@ -264,123 +238,24 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     } else {
         InputMode::Terminal
     };
-    let security = match security_config(args.security_analyzer, args.confirm, &file) {
-        Ok(security) => security,
-        Err(message) => return usage(&message),
-    };
-    let task = match (&args.task, &args.task_file, &recorded) {
-        (Some(task), _, _) => Some(task.clone()),
-        (None, Some(path), _) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?,
-        ),
-        (None, None, Some(events)) => trajectory::task(events),
-        (None, None, None) if interactive && args.resume.is_none() => {
-            match tokio::task::spawn_blocking(move || input::read_task(mode)).await? {
-                Some(task) => Some(task),
-                None => return usage("no task: the input ended before one was given"),
-            }
-        }
-        (None, None, None) => None,
-    };
+    let security = security_config(args.security_analyzer, args.confirm, &file).map_err(Usage)?;
+    let task = task_of(&args, recorded.as_deref(), interactive, mode).await?;
     if args.resume.is_none() && task.is_none() {
         return usage("a new run needs --task, --task-file or a --replay trajectory with a task");
     }
-
-    let mut mcp = file.mcp.clone().unwrap_or_default();
-    mcp.sse_servers
-        .extend(args.mcp_sse.iter().cloned().map(RemoteEntry::Url));
-    mcp.shttp_servers
-        .extend(args.mcp_shttp.iter().cloned().map(RemoteEntry::Url));
-    let mcp = args
-        .mcp_stdio
-        .iter()
-        .try_for_each(|text| mcp.add_stdio(text))
-        .and_then(|()| mcp.settings());
-    let mcp = match mcp {
-        Ok(mcp) => mcp,
-        Err(e) => return usage(&e.to_string()),
-    };
-
-    let mut docker = SandboxConfig::default();
-    set(&mut docker.image, args.image.or(file.docker.image.clone()));
-    docker_settings(&file, &mut docker)?;
-    let mut runtime = RuntimeConfig {
-        kind: args.runtime.or(file.runtime).unwrap_or_default(),
-        workspace: args.workspace.or(file.workspace),
-        sandboxd_binary: args.sandboxd.or(file.sandboxd),
-        remote_url: args.remote_url.or(file.remote.url),
-        remote_api_key: args.remote_api_key.or(file.remote.api_key),
-        docker,
-        ..RuntimeConfig::default()
-    };
-    // A local sandbox gets the browser only when the agent browses.
-    // A run that browses, or may delegate to the BrowsingAgent, gets the browser.
-    if !args.json {
-        // A running command's output, live, on the terminal; the observation follows on
-        // stdout when it ends.
-        // Secret values masked, as everywhere else (sandboxd sends whole lines).
-        let mask = mask.clone();
-        runtime.on_output = Some(agentd::OutputListener(std::sync::Arc::new(
-            move |chunk: &str| {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(mask.mask(chunk).as_bytes());
-                let _ = err.flush();
-            },
-        )));
-    }
-    runtime.local.browser = args.agent == "BrowsingAgent"
-        || file.agent.browsing.unwrap_or(false)
-        || file.agent.delegation.unwrap_or(false);
-    let docker = &mut runtime.docker;
-    docker.user = match (args.sandbox_uid, &file.docker.uid) {
-        (Some(user), _) => Some(user),
-        (None, Some(text)) => Some(text.parse().map_err(anyhow::Error::msg)?),
-        (None, None) => None,
-    };
-    docker.allow_root = args.allow_root || file.docker.allow_root.unwrap_or(false);
-    docker.sudo = args.sudo || file.docker.sudo.unwrap_or(false);
-    if let Some(DiskSize(bytes)) = args.disk {
-        docker.disk_bytes = bytes;
-    }
-    if runtime.kind == RuntimeKind::Docker {
-        // Refused before the session exists: a sandbox that could not write its workspace, or
-        // one as root against the policy, would fail every action of the run.
-        let workspace = match &runtime.workspace {
-            Some(dir) => Some(std::path::absolute(dir)?),
-            None => None,
-        };
-        let docker = &runtime.docker;
-        if let Err(e) = choose_user(workspace.as_deref(), docker.user, docker.allow_root) {
-            return usage(&e.to_string());
-        }
-    }
+    let mcp = mcp_settings(&args, &file)?;
+    let mut runtime = runtime_config(&args, &file, &mask)?;
 
     let sessions_dir = args
         .sessions_dir
-        .or(file.sessions_dir)
-        .unwrap_or_else(default_sessions_dir);
-    let session_id = args
-        .resume
         .clone()
-        .or(args.session)
-        .unwrap_or_else(new_session_id);
-    if let Some(url) = args.remote_api_url.or(file.remote.api_url) {
-        let Some(api_key) = args.sandbox_api_key.or(file.remote.service_api_key) else {
-            return usage(
-                "the runtime API needs its key: --sandbox-api-key, SANDBOX_API_KEY or [remote] service_api_key",
-            );
-        };
-        runtime.remote_api = Some(RemoteApiConfig {
-            url,
-            api_key,
-            session_id: session_id.clone(),
-            image: runtime.docker.image.clone(),
-            environment: Default::default(),
-            plugins: Vec::new(),
-            keep: args.keep_sandbox || file.remote.keep.unwrap_or(false),
-        });
-    }
+        .or(file.sessions_dir.clone())
+        .unwrap_or_else(default_sessions_dir);
+    let session_id = match args.resume.clone().or(args.session.clone()) {
+        Some(id) => id,
+        None => new_session_id().context("cannot make a session id")?,
+    };
+    runtime.remote_api = remote_api(&args, &file, &session_id, &runtime)?;
     let spec = RunSpec {
         session_id: session_id.clone(),
         sessions_dir,
@@ -427,6 +302,235 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
     })
     .await?;
 
+    let all_failed = report(&outcome, &session_id, &mask);
+    if let Some(path) = &args.save_trajectory {
+        trajectory::save(path, &outcome.stream.all(), &mask)?;
+        eprintln!("agentd: trajectory saved to {}", path.display());
+    }
+    if let Some(recorded) = recorded
+        && replay_differs(&recorded, &outcome)
+    {
+        return Ok(REPLAY_DIFFERS);
+    }
+    // Leaving an interactive run with /exit is its normal end.
+    let left = interactive && outcome.state.agent_state == AgentState::Stopped;
+    Ok(if (outcome.finished() && !all_failed) || left {
+        0
+    } else {
+        1
+    })
+}
+
+/// The run's agent: a replay of the recording or of `--script`'s actions, else
+/// the model's agent (`--agent`: CodeAct, `LocAgent` or `BrowsingAgent`) with the run's
+/// registry of models.
+fn choose_agent(
+    args: &RunArgs,
+    file: &FileConfig,
+    mask: &SecretMask,
+    recorded: Option<&[Event]>,
+) -> anyhow::Result<ChosenAgent> {
+    let replay = |agent: ReplayAgent| ChosenAgent {
+        agent: Box::new(agent),
+        delegates: None,
+        llms: None,
+    };
+    if let Some(events) = recorded {
+        return Ok(replay(ReplayAgent::from_events(events)));
+    }
+    if let Some(path) = &args.script {
+        let text =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let actions: Vec<Action> = serde_json::from_slice(&text)
+            .with_context(|| format!("{} is not a JSON array of actions", path.display()))?;
+        return Ok(replay(ReplayAgent::new(actions)));
+    }
+    let mut llm = llm_config(
+        file,
+        args.model.clone(),
+        args.base_url.clone(),
+        args.api_key.clone(),
+        args.tool_calling,
+    );
+    if args.dump_requests.is_some() {
+        llm.dump_requests_folder = args.dump_requests.clone();
+    }
+    if llm.model.trim().is_empty() {
+        return Err(Usage(
+            "no agent: pass --model (or set LLM_MODEL, or [llm] model in --config) for                      the CodeAct agent, or --script FILE or --replay FILE".to_string(),
+        )
+        .into());
+    }
+    let registry = LlmRegistry::default();
+    if args.agent == "BrowsingAgent" {
+        let model = llm.model.clone();
+        let llm = registry
+            .get(AGENT_SERVICE, Some(&llm))
+            .with_context(|| format!("cannot set up the model {model}"))?
+            .with_secret_mask(mask.clone());
+        return Ok(ChosenAgent {
+            agent: Box::new(agentd::BrowsingAgent::new(llm)),
+            delegates: None,
+            llms: Some(registry),
+        });
+    }
+    let profile = if args.agent == "LocAgent" {
+        ToolProfile::Loc
+    } else {
+        ToolProfile::CodeAct
+    };
+    let (agent, factory) = codeact(&registry, llm, file, mask.clone(), profile)?;
+    Ok(ChosenAgent {
+        agent: Box::new(agent),
+        delegates: Some(factory),
+        llms: Some(registry),
+    })
+}
+
+/// The task of a new run: `--task`, `--task-file`, the recording's, or one typed at the start
+/// of an interactive run (`None` for a resumed run without one).
+async fn task_of(
+    args: &RunArgs,
+    recorded: Option<&[Event]>,
+    interactive: bool,
+    mode: InputMode,
+) -> anyhow::Result<Option<String>> {
+    Ok(match (&args.task, &args.task_file, recorded) {
+        (Some(task), _, _) => Some(task.clone()),
+        (None, Some(path), _) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+        ),
+        (None, None, Some(events)) => trajectory::task(events),
+        (None, None, None) if interactive && args.resume.is_none() => {
+            match tokio::task::spawn_blocking(move || input::read_task(mode)).await? {
+                Some(task) => Some(task),
+                None => {
+                    return Err(
+                        Usage("no task: the input ended before one was given".to_string()).into(),
+                    );
+                }
+            }
+        }
+        (None, None, None) => None,
+    })
+}
+
+/// The run's MCP servers: the file's `[mcp]` and the `--mcp-*` flags.
+fn mcp_settings(args: &RunArgs, file: &FileConfig) -> Result<McpSettings, Usage> {
+    let mut mcp = file.mcp.clone().unwrap_or_default();
+    mcp.sse_servers
+        .extend(args.mcp_sse.iter().cloned().map(RemoteEntry::Url));
+    mcp.shttp_servers
+        .extend(args.mcp_shttp.iter().cloned().map(RemoteEntry::Url));
+    args.mcp_stdio
+        .iter()
+        .try_for_each(|text| mcp.add_stdio(text))
+        .and_then(|()| mcp.settings())
+        .map_err(|e| Usage(e.to_string()))
+}
+
+/// Where the run's sandbox is and how it is made: the runtime, the workspace, the Docker
+/// sandbox's settings (a sandbox user the policy refuses is refused here, before the session
+/// exists), and a running command's output shown live unless `--json`.
+fn runtime_config(
+    args: &RunArgs,
+    file: &FileConfig,
+    mask: &SecretMask,
+) -> anyhow::Result<RuntimeConfig> {
+    let mut docker = SandboxConfig::default();
+    set(
+        &mut docker.image,
+        args.image.clone().or(file.docker.image.clone()),
+    );
+    docker_settings(file, &mut docker)?;
+    let mut runtime = RuntimeConfig {
+        kind: args.runtime.or(file.runtime).unwrap_or_default(),
+        workspace: args.workspace.clone().or(file.workspace.clone()),
+        sandboxd_binary: args.sandboxd.clone().or(file.sandboxd.clone()),
+        remote_url: args.remote_url.clone().or(file.remote.url.clone()),
+        remote_api_key: args.remote_api_key.clone().or(file.remote.api_key.clone()),
+        docker,
+        ..RuntimeConfig::default()
+    };
+    // A local sandbox gets the browser only when the agent browses.
+    // A run that browses, or may delegate to the BrowsingAgent, gets the browser.
+    if !args.json {
+        // A running command's output, live, on the terminal; the observation follows on
+        // stdout when it ends.
+        // Secret values masked, as everywhere else (sandboxd sends whole lines).
+        let mask = mask.clone();
+        runtime.on_output = Some(agentd::OutputListener(std::sync::Arc::new(
+            move |chunk: &str| {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(mask.mask(chunk).as_bytes());
+                let _ = err.flush();
+            },
+        )));
+    }
+    runtime.local.browser = args.agent == "BrowsingAgent"
+        || file.agent.browsing.unwrap_or(false)
+        || file.agent.delegation.unwrap_or(false);
+    let docker = &mut runtime.docker;
+    docker.user = match (args.sandbox_uid, &file.docker.uid) {
+        (Some(user), _) => Some(user),
+        (None, Some(text)) => Some(text.parse().map_err(anyhow::Error::msg)?),
+        (None, None) => None,
+    };
+    docker.allow_root = args.allow_root || file.docker.allow_root.unwrap_or(false);
+    docker.sudo = args.sudo || file.docker.sudo.unwrap_or(false);
+    if let Some(DiskSize(bytes)) = args.disk {
+        docker.disk_bytes = bytes;
+    }
+    if runtime.kind == RuntimeKind::Docker {
+        // Refused before the session exists: a sandbox that could not write its workspace, or
+        // one as root against the policy, would fail every action of the run.
+        let workspace = match &runtime.workspace {
+            Some(dir) => Some(std::path::absolute(dir)?),
+            None => None,
+        };
+        let docker = &runtime.docker;
+        if let Err(e) = choose_user(workspace.as_deref(), docker.user, docker.allow_root) {
+            return Err(Usage(e.to_string()).into());
+        }
+    }
+    Ok(runtime)
+}
+
+/// The runtime API service the sandbox comes from, when `--remote-api-url` names one (its key
+/// is needed then).
+fn remote_api(
+    args: &RunArgs,
+    file: &FileConfig,
+    session_id: &str,
+    runtime: &RuntimeConfig,
+) -> Result<Option<RemoteApiConfig>, Usage> {
+    let Some(url) = args.remote_api_url.clone().or(file.remote.api_url.clone()) else {
+        return Ok(None);
+    };
+    let Some(api_key) = args
+        .sandbox_api_key
+        .clone()
+        .or(file.remote.service_api_key.clone())
+    else {
+        return Err(Usage(
+            "the runtime API needs its key: --sandbox-api-key, SANDBOX_API_KEY or [remote] service_api_key".to_string(),
+        ));
+    };
+    Ok(Some(RemoteApiConfig {
+        url,
+        api_key,
+        session_id: session_id.to_string(),
+        image: runtime.docker.image.clone(),
+        environment: Default::default(),
+        plugins: Vec::new(),
+        keep: args.keep_sandbox || file.remote.keep.unwrap_or(false),
+    }))
+}
+
+/// Says on stderr how the run ended: its state, its models' use, the actions that failed.
+/// Whether every action it ran failed.
+fn report(outcome: &Outcome, session_id: &str, mask: &SecretMask) -> bool {
     let state = &outcome.state;
     eprintln!(
         "agentd: session {session_id} {} after {} iterations{} (events: {})",
@@ -439,26 +543,27 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             .unwrap_or_default(),
         outcome.dir.display()
     );
-    if let Some(services) = state.stats["services"].as_object().filter(|s| s.len() > 1) {
-        for (id, stats) in services {
-            eprintln!(
-                "agentd: {id} ({}): {} calls, {} prompt + {} completion tokens, ${:.4}",
-                stats["model"].as_str().unwrap_or_default(),
-                stats["calls"],
-                stats["prompt_tokens"],
-                stats["completion_tokens"],
-                stats["accumulated_cost"].as_f64().unwrap_or_default()
-            );
+    if let Some(stats) = &state.stats {
+        if stats.services.len() > 1 {
+            for (id, service) in &stats.services {
+                eprintln!(
+                    "agentd: {id} ({}): {} calls, {} prompt + {} completion tokens, ${:.4}",
+                    service.model,
+                    service.calls,
+                    service.prompt_tokens,
+                    service.completion_tokens,
+                    service.accumulated_cost
+                );
+            }
         }
-    }
-    if let Some(total) = state.stats.get("total") {
+        let total = &stats.total;
         eprintln!(
             "agentd: LLM total: {} calls, {} prompt + {} completion tokens, ${:.4}, {:.1} s",
-            total["calls"],
-            total["prompt_tokens"],
-            total["completion_tokens"],
-            total["accumulated_cost"].as_f64().unwrap_or_default(),
-            total["latency"].as_f64().unwrap_or_default()
+            total.calls,
+            total.prompt_tokens,
+            total.completion_tokens,
+            total.accumulated_cost,
+            total.latency
         );
     }
     let tally = outcome.tally();
@@ -479,199 +584,28 @@ pub async fn run(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
             "agentd: the agent says it finished, but every action it ran failed: the run is not counted as finished"
         );
     }
-    if let Some(path) = &args.save_trajectory {
-        trajectory::save(path, &outcome.stream.all(), &mask)?;
-        eprintln!("agentd: trajectory saved to {}", path.display());
-    }
-    if let Some(recorded) = recorded {
-        let replayed: Vec<Event> = outcome.stream.all().iter().map(|e| (**e).clone()).collect();
-        let differences = trajectory::compare(&recorded, &replayed);
-        if differences.is_empty() {
-            eprintln!("agentd: replay matches the recording");
-        } else {
-            eprintln!(
-                "agentd: replay differs from the recording in {} step(s):",
-                differences.len()
-            );
-            for d in &differences {
-                eprintln!(
-                    "  step {} ({}):\n    recorded: {}\n    replayed: {}",
-                    d.step, d.action, d.recorded, d.replayed
-                );
-            }
-            return Ok(REPLAY_DIFFERS);
-        }
-    }
-    // Leaving an interactive run with /exit is its normal end.
-    let left = interactive && state.agent_state == AgentState::Stopped;
-    Ok(if (outcome.finished() && !all_failed) || left {
-        0
-    } else {
-        1
-    })
+    all_failed
 }
 
-/// The file's `[llm]` with the flags over it (they carry the environment, `LLM_MODEL`...,
-/// which wins over the file).
-pub(super) fn llm_config(
-    file: &FileConfig,
-    model: Option<String>,
-    base_url: Option<String>,
-    api_key: Option<String>,
-    tool_calling: Option<ToolCalling>,
-) -> LlmConfig {
-    let mut llm = file
-        .llm
-        .clone()
-        .unwrap_or_else(|| LlmConfig::new("", DEFAULT_BASE_URL));
-    set(&mut llm.model, model);
-    set(&mut llm.base_url, base_url);
-    if api_key.is_some() {
-        llm.api_key = api_key;
+/// Compares a replay with its recording and says on stderr how it went: whether they differ.
+fn replay_differs(recorded: &[Event], outcome: &Outcome) -> bool {
+    let replayed: Vec<Event> = outcome.stream.all().iter().map(|e| (**e).clone()).collect();
+    let differences = trajectory::compare(recorded, &replayed);
+    if differences.is_empty() {
+        eprintln!("agentd: replay matches the recording");
+        return false;
     }
-    if tool_calling.is_some() {
-        llm.tool_calling = tool_calling;
-    }
-    llm
-}
-
-/// The file's `[docker]` sandbox settings: limits, network, egress, host ports, read-only
-/// root, disk.
-pub(super) fn docker_settings(file: &FileConfig, docker: &mut SandboxConfig) -> anyhow::Result<()> {
-    if let Some(memory) = &file.docker.memory {
-        docker.limits.memory_bytes = Some(parse_bytes(memory).map_err(anyhow::Error::msg)?);
-    }
-    if let Some(cpus) = file.docker.cpus {
-        docker.limits.cpus = Some(cpus);
-    }
-    if let Some(pids) = file.docker.pids {
-        docker.limits.pids = Some(pids);
-    }
-    set(&mut docker.network, file.docker.network);
-    if let Some(egress) = &file.docker.egress {
-        docker.egress = egress
-            .policy()
-            .map_err(|e| anyhow::anyhow!("[docker] egress: {e}"))?;
-    }
-    set(&mut docker.host_ports, file.docker.host_ports.clone());
-    set(&mut docker.egress_hosts, file.docker.egress_hosts.clone());
-    set(&mut docker.read_only_root, file.docker.read_only);
-    if let Some(DiskSize(bytes)) = DiskSize::from_flag_or_file(None, file.docker.disk.as_deref())? {
-        docker.disk_bytes = bytes;
-    }
-    Ok(())
-}
-
-/// The CodeAct agent (or the `LocAgent` of `profile`) for `llm` and the file's `[condenser]`
-/// and `[agent]`, reporting retries of the model's calls on stderr, and the agents it may
-/// delegate to (on the same model). Its models come from `registry`: the agent's as `agent`,
-/// and a condenser's that calls one as `condenser` (the same model, a client and metrics of
-/// its own).
-pub(super) fn codeact(
-    registry: &LlmRegistry,
-    llm: LlmConfig,
-    file: &FileConfig,
-    mask: SecretMask,
-    profile: ToolProfile,
-) -> anyhow::Result<(CodeActAgent, AgentFactory)> {
-    // The file's system prompt is the CodeAct agent's.
-    let system_prompt = match &file.agent.system_prompt_file {
-        Some(path) if profile == ToolProfile::CodeAct => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?,
-        ),
-        _ => None,
-    };
-    let model = llm.model.clone();
-    let retry_mask = mask.clone();
-    let listener = std::sync::Arc::new(move |notice: &RetryNotice| {
+    eprintln!(
+        "agentd: replay differs from the recording in {} step(s):",
+        differences.len()
+    );
+    for d in &differences {
         eprintln!(
-            "agentd: the model's call failed (attempt {}/{}): {}; retrying in {:.1} s",
-            notice.attempt,
-            notice.max_attempts,
-            retry_mask.mask(&notice.error),
-            notice.wait.as_secs_f64()
+            "  step {} ({}):\n    recorded: {}\n    replayed: {}",
+            d.step, d.action, d.recorded, d.replayed
         );
-    });
-    let condenser = file.condenser.clone().unwrap_or_default();
-    let condenser_llm = if condenser.calls_model() {
-        let llm = registry
-            .get(CONDENSER_SERVICE, Some(&llm.for_service(CONDENSER_SERVICE)))
-            .with_context(|| format!("cannot set up the condenser's model {model}"))?
-            .with_secret_mask(mask.clone())
-            .with_retry_listener(listener.clone());
-        Some(llm)
-    } else {
-        None
-    };
-    let llm = registry
-        .get(AGENT_SERVICE, Some(&llm))
-        .with_context(|| format!("cannot set up the model {model}"))?
-        .with_secret_mask(mask)
-        .with_retry_listener(listener);
-    let defaults = ToolSet::default();
-    let config = CodeActConfig {
-        tools: ToolSet {
-            ipython: file.agent.ipython.unwrap_or(defaults.ipython),
-            think: file.agent.think.unwrap_or(defaults.think),
-            browser: file.agent.browsing.unwrap_or(defaults.browser),
-            delegate: file.agent.delegation.unwrap_or(defaults.delegate),
-            task_tracker: file.agent.task_tracker.unwrap_or(defaults.task_tracker),
-            condensation_request: file
-                .agent
-                .condensation_request
-                .unwrap_or(defaults.condensation_request),
-        },
-        system_prompt,
-        condenser,
-        condenser_llm,
-        profile,
-    };
-    let delegate_llm = llm.clone();
-    let factory: AgentFactory = std::sync::Arc::new(move |name: &str| -> Option<Box<dyn Agent>> {
-        let profile = match name {
-            "ReadOnlyAgent" => ToolProfile::ReadOnly,
-            "LocAgent" => ToolProfile::Loc,
-            "DummyAgent" => return Some(Box::new(ScriptedAgent::dummy())),
-            // The reference's CodeAct hands web tasks to it (its sandbox must have Chromium).
-            "BrowsingAgent" => {
-                return Some(Box::new(agentd::BrowsingAgent::new(delegate_llm.clone())));
-            }
-            _ => return None,
-        };
-        let config = CodeActConfig {
-            profile,
-            ..CodeActConfig::default()
-        };
-        match CodeActAgent::new(delegate_llm.clone(), config) {
-            Ok(agent) => Some(Box::new(agent)),
-            Err(e) => {
-                tracing::error!(error = %e, agent = name, "cannot set up the delegate");
-                None
-            }
-        }
-    });
-    let agent = CodeActAgent::new(llm, config).context("cannot set up the agent")?;
-    Ok((agent, factory))
-}
-
-/// The security settings of the flags (`--security-analyzer`, `--confirm`) and the file; `Err` says what is wrong (a rule that
-/// does not compile).
-pub(super) fn security_config(
-    analyzer: Option<AnalyzerKind>,
-    confirm: bool,
-    file: &FileConfig,
-) -> Result<SecurityConfig, String> {
-    let section = &file.security;
-    let analyzer = match analyzer.or(section.security_analyzer) {
-        Some(kind) => Some(SecurityAnalyzer::new(kind, &section.rules).map_err(|e| e.to_string())?),
-        None => None,
-    };
-    Ok(SecurityConfig {
-        confirmation_mode: confirm || section.confirmation_mode.unwrap_or(false),
-        analyzer,
-        workspace: None,
-    })
+    }
+    true
 }
 
 /// The workspace settings of the flags and the file: repository, secrets, task inputs,

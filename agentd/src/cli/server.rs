@@ -109,7 +109,7 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 
 pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
     let file = super::settings(args.config.as_deref())?;
-    let llm = super::run::llm_config(
+    let llm = super::settings::llm_config(
         &file,
         args.model,
         args.base_url,
@@ -141,7 +141,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
                 }
             }
             let registry = agentd::LlmRegistry::default();
-            let (agent, delegates) = super::run::codeact(
+            let (agent, delegates) = super::settings::codeact(
                 &registry,
                 llm,
                 &file,
@@ -166,7 +166,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
         &mut runtime.docker.image,
         args.image.or(file.docker.image.clone()),
     );
-    super::run::docker_settings(&file, &mut runtime.docker)?;
+    super::settings::docker_settings(&file, &mut runtime.docker)?;
     if let Some(url) = args.remote_api_url.or(file.remote.api_url.clone()) {
         let Some(api_key) = args.sandbox_api_key.or(file.remote.service_api_key.clone()) else {
             eprintln!(
@@ -214,7 +214,11 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
             .or(file.max_iterations)
             .unwrap_or(DEFAULT_MAX_ITERATIONS),
         max_budget: args.max_budget.or(file.max_budget),
-        security: match super::run::security_config(args.security_analyzer, args.confirm, &file) {
+        security: match super::settings::security_config(
+            args.security_analyzer,
+            args.confirm,
+            &file,
+        ) {
             Ok(security) => security,
             Err(message) => {
                 eprintln!("agentd server: {message}");

@@ -51,7 +51,7 @@ fn a_full_file_parses_and_typos_are_errors() {
 
 #[test]
 fn session_ids_are_distinct() {
-    assert_ne!(new_session_id(), new_session_id());
+    assert_ne!(new_session_id().unwrap(), new_session_id().unwrap());
 }
 
 #[test]
@@ -75,7 +75,7 @@ fn egress_settings_with_domains_pins_and_per_key_and_image_policies_parse() {
     );
     assert_eq!(
         config.serve.egress_keys["k"].policy().unwrap(),
-        crate::docker::Egress::Deny
+        crate::runtime::docker::Egress::Deny
     );
     assert_eq!(
         config.serve.egress_images["img:1"]

@@ -45,6 +45,7 @@
 //! After every step and state change the [`State`] is saved to `state.json` in the session
 //! directory; [`Controller::resume`] continues a run from there.
 
+mod delegate;
 pub(crate) mod stuck;
 
 #[cfg(test)]
@@ -55,13 +56,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protocol::action::{ConfirmationState, DelegateArgs, MessageArgs};
-use protocol::observation::DelegateExtras;
 use protocol::observation::{AgentStateChangedExtras, EmptyExtras, ErrorExtras};
 use protocol::{Action, ActionKind, AgentState, Event, EventSource, Observation, ObservationKind};
 use tokio::sync::mpsc;
 
-use crate::agent::{Agent, AgentError, DELEGATE_AGENTS, Step, StepFuture};
-use crate::events::{EventFilter, EventLogError, EventStream};
+use crate::agent::{Agent, AgentError, Step, StepFuture};
+use crate::events::{EventFilter, EventLogError, EventStream, answer_to};
 use crate::recall::{KNOWLEDGE, WORKSPACE_CONTEXT, recall_action};
 use crate::security::SecurityConfig;
 use crate::state::{STATE_FILE, State, StateError};
@@ -90,10 +90,6 @@ pub(crate) const NOT_EXECUTED_ERROR_ID: &str = "AGENT_ERROR$ERROR_ACTION_NOT_EXE
 /// The user message a run resumed after an error starts with (OpenHands' `run_controller`,
 /// verbatim): the agent should not carry on blindly.
 pub(crate) const BACK_ON_TRACK: &str = "Let's get back on track. If you experienced errors before, do NOT resume your task. Ask me about it.";
-
-/// The answer to a `delegate` action whose delegate was cut off by a restart.
-pub(crate) const DELEGATE_INTERRUPTED: &str = "The delegated agent was interrupted (agentd stopped \
-before it finished); its steps so far are not shown. Delegate again if the sub-task is still needed.";
 
 /// OpenHands' default iteration limit.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 500;
@@ -457,35 +453,6 @@ impl Controller {
         }
     }
 
-    /// A run killed while a delegate worked: its `delegate` action gets an `error` answer (the
-    /// delegate's state was not saved), so the agent that delegated sees what happened and
-    /// goes on.
-    fn answer_interrupted_delegation(&mut self) -> Result<(), ControllerError> {
-        let newest = self.stream.search(&EventFilter {
-            start_id: Some(self.state.start_id),
-            types: vec!["delegate".to_string()],
-            source: Some(EventSource::Agent),
-            reverse: true,
-            limit: Some(1),
-            ..EventFilter::default()
-        });
-        let Some(Event::Action(delegate)) = newest.first().map(|e| &**e) else {
-            return Ok(());
-        };
-        let mut error = Observation::new(
-            ObservationKind::Error(ErrorExtras::default()),
-            DELEGATE_INTERRUPTED.to_string(),
-        );
-        error.message = DELEGATE_INTERRUPTED.to_string();
-        error.cause = delegate.id;
-        error.tool_call_metadata = delegate.tool_call_metadata.clone();
-        // Only if it has no answer yet.
-        if let Some(stored) = self.stream.answer(error, EventSource::Agent)? {
-            self.own_event(&stored);
-        }
-        Ok(())
-    }
-
     /// A handle to pause, resume, stop or fail the run.
     pub(crate) fn handle(&self) -> ControllerHandle {
         self.handle.clone()
@@ -646,143 +613,6 @@ impl Controller {
         self.save()
     }
 
-    /// Runs the delegate of the `delegate` action `action` to its end and answers the action.
-    /// (Boxed: a delegate's controller may delegate in turn.)
-    fn delegate(
-        &mut self,
-        action: Arc<Event>,
-        args: DelegateArgs,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ControllerError>> + Send + '_>>
-    {
-        Box::pin(self.run_delegate(action, args))
-    }
-
-    async fn run_delegate(
-        &mut self,
-        action: Arc<Event>,
-        args: DelegateArgs,
-    ) -> Result<(), ControllerError> {
-        let Event::Action(delegate_action) = &*action else {
-            return Ok(());
-        };
-        let agent = self.delegates.as_ref().and_then(|make| make(&args.agent));
-        let Some(agent) = agent else {
-            let text = format!(
-                "Unknown agent {:?}: the agents to delegate to are {}.",
-                args.agent,
-                DELEGATE_AGENTS.join(", ")
-            );
-            let mut error =
-                Observation::new(ObservationKind::Error(ErrorExtras::default()), text.clone());
-            error.message = text;
-            error.cause = delegate_action.id;
-            error.tool_call_metadata = delegate_action.tool_call_metadata.clone();
-            self.add(error, EventSource::Agent)?;
-            return Ok(());
-        };
-        let name = agent.name().to_string();
-        let mut config = self.config.clone();
-        config.session_id = format!("{}-delegate", self.state.session_id);
-        config.session_dir = None;
-        config.max_iterations = self.state.max_iterations;
-        config.max_budget_per_task = self.state.budget.max_per_task;
-        let mut state = State::new(
-            config.session_id.clone(),
-            config.max_iterations,
-            config.max_budget_per_task,
-        );
-        state.delegate_level = self.state.delegate_level + 1;
-        state.iteration = self.state.iteration;
-        state.parent_iteration = self.state.iteration;
-        state.budget = self.state.budget.clone();
-        state.confirmation_mode = self.state.confirmation_mode;
-        state.start_id = self.stream.latest_id().map_or(0, |id| id + 1);
-        let events = self.stream.subscribe();
-        state.end_id = self.stream.latest_id();
-        tracing::info!(
-            session = %self.state.session_id,
-            delegate = %name,
-            level = state.delegate_level,
-            "delegating"
-        );
-        let child =
-            Controller::with_state(state, self.stream.clone(), events, agent, &config, false);
-        let handle = child.handle();
-        if let Some(task) = args.inputs.get("task") {
-            let task = match task {
-                serde_json::Value::String(text) => text.clone(),
-                other => other.to_string(),
-            };
-            let message = Action::from(ActionKind::Message(MessageArgs {
-                content: format!("TASK: {task}"),
-                ..MessageArgs::default()
-            }));
-            self.stream.add(message, EventSource::User)?;
-        }
-        let mut run = Box::pin(child.run());
-        let ended = loop {
-            tokio::select! {
-                biased;
-                Some(command) = self.commands.recv() => match command {
-                    Command::Stop => {
-                        handle.stop();
-                        self.deferred.push(Command::Stop);
-                    }
-                    Command::Fail(reason) => {
-                        handle.fail(reason.clone());
-                        self.deferred.push(Command::Fail(reason));
-                    }
-                    other => self.deferred.push(other),
-                },
-                ended = &mut run => break ended?,
-            }
-        };
-        // Everything that happened meanwhile was the delegate's.
-        while let Ok(event) = self.events.try_recv() {
-            self.state.end_id = self.state.end_id.max(event.id());
-        }
-        self.own.clear();
-        // The counters are global: the delegate's steps and spending are the run's.
-        self.state.iteration = ended.iteration;
-        self.state.budget = ended.budget.clone();
-        if !ended.metrics.is_null() {
-            self.state.metrics = ended.metrics.clone();
-        }
-        let content = match ended.agent_state {
-            AgentState::Finished | AgentState::Rejected => {
-                let outputs: Vec<String> = ended
-                    .outputs
-                    .iter()
-                    .filter(|(key, _)| *key != "metrics")
-                    .map(|(key, value)| match value {
-                        serde_json::Value::String(text) => format!("{key}: {text}"),
-                        other => format!("{key}: {other}"),
-                    })
-                    .collect();
-                format!("{name} finishes task with {}", outputs.join(", "))
-            }
-            _ => format!("{name} encountered an error during execution."),
-        };
-        let content = format!("Delegated agent finished with result:\n\n{content}");
-        let mut answer = Observation::new(
-            ObservationKind::Delegate(DelegateExtras {
-                outputs: ended.outputs.clone(),
-            }),
-            content,
-        );
-        answer.cause = delegate_action.id;
-        answer.tool_call_metadata = delegate_action.tool_call_metadata.clone();
-        self.add(answer, EventSource::Agent)?;
-        tracing::info!(
-            session = %self.state.session_id,
-            delegate = %name,
-            state = ended.agent_state.as_str(),
-            steps = ended.local_iteration(),
-            "the delegate ended"
-        );
-        Ok(())
-    }
-
     /// Takes in what the run has spent after a step: the total of every model of the run's
     /// registry when it has one (the agent's calls, its condenser's, its router's models', its
     /// delegates'), else what the step reports of the agent's model (`step_cost`).
@@ -828,25 +658,21 @@ impl Controller {
                     THOUGHT_LOGGED.to_string(),
                 );
                 logged.message = THOUGHT_LOGGED.to_string();
-                logged.cause = action.id;
-                logged.tool_call_metadata = action.tool_call_metadata.clone();
-                self.add(logged, EventSource::Agent)?;
+                self.add(answer_to(logged, action), EventSource::Agent)?;
             }
             ActionKind::Delegate(args) => {
                 self.delegation = Some((stored.clone(), args.clone()));
             }
             ActionKind::TaskTracking(args) => {
                 let dir = self.state_path.as_deref().and_then(Path::parent);
-                let mut answer = crate::tasks::track(args, dir);
+                let answer = crate::tasks::track(args, dir);
                 if args.command == "plan" && !matches!(answer.kind, ObservationKind::Error(_)) {
                     self.state.extra_data.insert(
                         "task_list".to_string(),
                         serde_json::Value::Array(args.task_list.clone()),
                     );
                 }
-                answer.cause = action.id;
-                answer.tool_call_metadata = action.tool_call_metadata.clone();
-                self.add(answer, EventSource::Agent)?;
+                self.add(answer_to(answer, action), EventSource::Agent)?;
             }
             ActionKind::Finish(finish) => {
                 self.state.outputs = finish.outputs.clone();
@@ -1098,9 +924,9 @@ impl Controller {
         let Event::Action(action) = &*pending else {
             return Ok(());
         };
-        let Some(id) = action.id else {
+        if action.id.is_none() {
             return Ok(());
-        };
+        }
         let (content, error_id) = if ending == AgentState::Stopped {
             (NOT_EXECUTED_STOPPED, NOT_EXECUTED_STOPPED_ID)
         } else {
@@ -1113,11 +939,12 @@ impl Controller {
             content.to_string(),
         );
         error.message = content.to_string();
-        error.cause = Some(id);
-        error.tool_call_metadata = action.tool_call_metadata.clone();
         // Unless the runtime's observation got there first (it may be on the stream already,
         // not yet delivered).
-        if let Some(stored) = self.stream.answer(error, EventSource::Agent)? {
+        if let Some(stored) = self
+            .stream
+            .answer(answer_to(error, action), EventSource::Agent)?
+        {
             self.own_event(&stored);
         }
         Ok(())
@@ -1143,7 +970,7 @@ impl Controller {
 
     fn save(&mut self) -> Result<(), ControllerError> {
         if let Some(llms) = &self.config.llms {
-            self.state.stats = llms.stats();
+            self.state.stats = Some(llms.stats());
         }
         if let Some(path) = &self.state_path {
             self.state.save(path, &self.stream.mask())?;

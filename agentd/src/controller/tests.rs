@@ -13,8 +13,10 @@ use protocol::{
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::delegate::DELEGATE_INTERRUPTED;
 use super::*;
-use crate::agent::{AgentError, ReplayAgent, ScriptedAgent, Step};
+use crate::agent::{AgentError, FatalKind, ReplayAgent, ScriptedAgent, Step};
+use crate::llm::ErrorKind;
 
 fn run(command: &str) -> Action {
     Action::from(ActionKind::Run(CmdRunArgs::new(command)))
@@ -613,7 +615,7 @@ async fn a_malformed_answer_is_shown_to_the_agent_and_a_fatal_one_ends_the_run()
                 let last = history.last(1).pop().unwrap();
                 assert_eq!(last.type_name(), "error");
                 Err(AgentError::Fatal {
-                    kind: "APIConnectionError".into(),
+                    kind: FatalKind::Llm(ErrorKind::Connection),
                     message: "connection refused".into(),
                 })
             }

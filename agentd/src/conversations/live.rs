@@ -27,7 +27,7 @@ use protocol::conversation::SendMessage;
 use serde::Deserialize;
 
 use super::manager::{Conversation, ConversationError, Conversations};
-use super::routes::{App, Owner, before_first};
+use super::routes::{App, CallerFingerprint, before_first};
 use crate::events::EventStream;
 
 #[derive(Deserialize)]
@@ -72,7 +72,7 @@ fn find(
 /// `GET .../events/live`: Server-Sent Events.
 pub(super) async fn sse(
     State(app): State<App>,
-    Owner(owner): Owner,
+    CallerFingerprint(owner): CallerFingerprint,
     UrlPath(id): UrlPath<String>,
     headers: HeaderMap,
     cursor: Result<Query<Cursor>, axum::extract::rejection::QueryRejection>,
@@ -104,7 +104,7 @@ pub(super) async fn sse(
 /// `GET .../events/socket`: a WebSocket.
 pub(super) async fn socket(
     State(app): State<App>,
-    Owner(owner): Owner,
+    CallerFingerprint(owner): CallerFingerprint,
     UrlPath(id): UrlPath<String>,
     cursor: Result<Query<Cursor>, axum::extract::rejection::QueryRejection>,
     upgrade: WebSocketUpgrade,

@@ -159,16 +159,16 @@ async fn authenticate(State(app): AppState, mut request: Request, next: Next) ->
 }
 
 /// A handler's caller: the key's fingerprint the authentication put on the request.
-pub(super) struct Owner(pub(super) String);
+pub(super) struct CallerFingerprint(pub(super) String);
 
-impl<S: Send + Sync> FromRequestParts<S> for Owner {
+impl<S: Send + Sync> FromRequestParts<S> for CallerFingerprint {
     type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Owner, Response> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<CallerFingerprint, Response> {
         parts
             .extensions
             .get::<Caller>()
-            .map(|c| Owner(c.as_str().to_string()))
+            .map(|c| CallerFingerprint(c.as_str().to_string()))
             .ok_or_else(|| detail(StatusCode::UNAUTHORIZED, "unauthenticated request"))
     }
 }
@@ -197,21 +197,33 @@ async fn openapi() -> Response {
 /// What every handler returns: an answer, or the error's status and `{"detail"}`.
 type Answer = Result<Response, ConversationError>;
 
-async fn create(State(app): AppState, Owner(owner): Owner, body: Bytes) -> Answer {
+async fn create(
+    State(app): AppState,
+    CallerFingerprint(owner): CallerFingerprint,
+    body: Bytes,
+) -> Answer {
     let conversation = app.manager.create(&owner, json(&body)?)?;
     Ok((StatusCode::CREATED, axum::Json(conversation.info())).into_response())
 }
 
-async fn list(State(app): AppState, Owner(owner): Owner) -> Response {
+async fn list(State(app): AppState, CallerFingerprint(owner): CallerFingerprint) -> Response {
     let results = app.manager.list(&owner).iter().map(|c| c.info()).collect();
     axum::Json(ConversationList { results }).into_response()
 }
 
-async fn info(State(app): AppState, Owner(owner): Owner, UrlPath(id): UrlPath<String>) -> Answer {
+async fn info(
+    State(app): AppState,
+    CallerFingerprint(owner): CallerFingerprint,
+    UrlPath(id): UrlPath<String>,
+) -> Answer {
     Ok(axum::Json(app.manager.get(&owner, &id)?.info()).into_response())
 }
 
-async fn delete(State(app): AppState, Owner(owner): Owner, UrlPath(id): UrlPath<String>) -> Answer {
+async fn delete(
+    State(app): AppState,
+    CallerFingerprint(owner): CallerFingerprint,
+    UrlPath(id): UrlPath<String>,
+) -> Answer {
     let conversation = app.manager.get(&owner, &id)?;
     app.manager.delete(&conversation).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -235,7 +247,7 @@ fn default_limit() -> usize {
 
 async fn events(
     State(app): AppState,
-    Owner(owner): Owner,
+    CallerFingerprint(owner): CallerFingerprint,
     UrlPath(id): UrlPath<String>,
     query: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Answer {
@@ -271,7 +283,7 @@ fn change(
 
 async fn message(
     State(app): AppState,
-    Owner(owner): Owner,
+    CallerFingerprint(owner): CallerFingerprint,
     UrlPath(id): UrlPath<String>,
     body: Bytes,
 ) -> Answer {
@@ -282,7 +294,7 @@ async fn message(
 /// `pause`, `resume`, `stop`, `confirm`, `reject`.
 async fn request(
     State(app): AppState,
-    Owner(owner): Owner,
+    CallerFingerprint(owner): CallerFingerprint,
     UrlPath((id, request)): UrlPath<(String, String)>,
 ) -> Answer {
     match request.as_str() {
@@ -297,7 +309,7 @@ async fn request(
 
 async fn trajectory(
     State(app): AppState,
-    Owner(owner): Owner,
+    CallerFingerprint(owner): CallerFingerprint,
     UrlPath(id): UrlPath<String>,
 ) -> Answer {
     let conversation = app.manager.get(&owner, &id)?;
@@ -316,7 +328,7 @@ async fn trajectory(
 
 async fn workspace(
     State(app): AppState,
-    Owner(owner): Owner,
+    CallerFingerprint(owner): CallerFingerprint,
     UrlPath(id): UrlPath<String>,
 ) -> Answer {
     let conversation = app.manager.get(&owner, &id)?;

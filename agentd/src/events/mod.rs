@@ -21,13 +21,22 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use protocol::{Event, EventSource};
+use protocol::{Action, Event, EventSource, Observation};
 use tokio::sync::mpsc;
 
 use store::EventLog;
 pub use store::EventLogError;
 
 use crate::secrets::SecretMask;
+
+/// `observation` made the answer to `action`: its `cause` is the action's id and its
+/// `tool_call_metadata` the action's. The one place an observation is stamped: the runtime's
+/// answers ([`crate::runtime::Runtime::execute`]) and those the controller makes itself.
+pub(crate) fn answer_to(mut observation: Observation, action: &Action) -> Observation {
+    observation.cause = action.id;
+    observation.tool_call_metadata = action.tool_call_metadata.clone();
+    observation
+}
 
 /// The action an event answers: an observation's `cause`.
 fn answers(event: &Event) -> Option<i64> {

@@ -38,7 +38,7 @@ pub use error::{ErrorKind, LlmError};
 pub(crate) use metrics::Metrics;
 pub(crate) use protocol::llm::{ChatRequest, ChatResponse, Content, Message, Role, Tool};
 use record::{CompletionLog, RequestDump};
-pub use registry::{AGENT_SERVICE, CONDENSER_SERVICE, LlmRegistry, RegistryError};
+pub use registry::{AGENT_SERVICE, CONDENSER_SERVICE, LlmRegistry, RegistryError, Stats};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
@@ -615,7 +615,7 @@ fn check_native(message: &Message, tools: &[Tool]) -> Result<Message, String> {
             }
         }
         if call.id.is_empty() {
-            call.id = prompted::new_call_id();
+            call.id = prompted::unique_call_id();
         }
     }
     Ok(message)

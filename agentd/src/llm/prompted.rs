@@ -461,7 +461,7 @@ pub(crate) fn parse_answer(text: &str, tools: &[Tool], truncated: bool) -> Resul
         })?;
     let arguments = parse_parameters(body, tool)?;
     let call = ToolCall {
-        id: new_call_id(),
+        id: unique_call_id(),
         kind: "function".to_owned(),
         function: FunctionCall {
             name: name.to_owned(),
@@ -612,10 +612,12 @@ fn convert(name: &str, raw: &str, schema: Option<&Value>) -> Result<Value, Strin
     Ok(value)
 }
 
-/// A fresh id for a parsed call (`toolu_` and 16 hex digits).
-pub(crate) fn new_call_id() -> String {
-    let hex = sandbox_common::random_hex(8).unwrap_or_else(|_| {
-        // No entropy source: fall back on the clock, still unique enough within a run.
+/// A fresh id for a parsed call (`toolu_` and 16 hex digits). It only needs to be unique
+/// within a run (it pairs a call with its result), not secret: from the OS's random source, or,
+/// when that has none (logged), from the clock's nanoseconds.
+pub(crate) fn unique_call_id() -> String {
+    let hex = sandbox_common::random_hex(8).unwrap_or_else(|error| {
+        tracing::warn!(%error, "no random bytes for a tool call id; using the clock");
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use super::{Llm, LlmConfig, LlmError, Metrics};
 
@@ -73,70 +73,76 @@ impl LlmRegistry {
             .sum()
     }
 
-    /// Each service's metrics and their sum, as JSON: `{"services": {ID: SUMMARY},
-    /// "total": SUMMARY}`, a summary being `model`, `accumulated_cost`, `prompt_tokens`,
-    /// `completion_tokens`, `cache_read_tokens`, `cache_write_tokens`, `calls`, `latency` (s).
-    pub fn stats(&self) -> Value {
+    /// Each service's metrics and their sum.
+    pub fn stats(&self) -> Stats {
         let services = self.services.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut total = Summary::default();
-        let mut each = serde_json::Map::new();
+        let mut stats = Stats::default();
         for (id, llm) in services.iter() {
-            let summary = Summary::of(&llm.metrics());
-            total.add(&summary);
-            each.insert(id.clone(), summary.to_json(llm.model()));
+            let summary = ServiceStats::of(&llm.metrics(), llm.model());
+            stats.total.add(&summary);
+            stats.services.insert(id.clone(), summary);
         }
-        json!({"services": each, "total": total.to_json("")})
+        stats
     }
 }
 
-#[derive(Debug, Default)]
-struct Summary {
-    cost: f64,
-    prompt: u64,
-    completion: u64,
-    cache_read: u64,
-    cache_write: u64,
-    calls: usize,
-    latency: f64,
+/// The conversation's LLM stats, as the state keeps them (`stats` in `state.json`):
+/// `{"services": {ID: SUMMARY}, "total": SUMMARY}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Stats {
+    /// Each service's, by id.
+    pub services: BTreeMap<String, ServiceStats>,
+    /// Their sum (without a model).
+    pub total: ServiceStats,
 }
 
-impl Summary {
-    fn of(metrics: &Metrics) -> Summary {
+/// One service's LLM use (or the sum of all). The fields are in the order `state.json` has
+/// always written them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServiceStats {
+    /// What it cost (USD).
+    pub accumulated_cost: f64,
+    /// Prompt tokens read from a cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to a cache.
+    pub cache_write_tokens: u64,
+    /// Calls answered.
+    pub calls: usize,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// The calls' latencies together (s).
+    pub latency: f64,
+    /// The model; empty (and left out) for the total.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+}
+
+impl ServiceStats {
+    fn of(metrics: &Metrics, model: &str) -> ServiceStats {
         let usage = &metrics.accumulated_token_usage;
-        Summary {
-            cost: metrics.accumulated_cost,
-            prompt: usage.prompt_tokens,
-            completion: usage.completion_tokens,
-            cache_read: usage.cache_read_tokens,
-            cache_write: usage.cache_write_tokens,
+        ServiceStats {
+            accumulated_cost: metrics.accumulated_cost,
+            cache_read_tokens: usage.cache_read_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
             calls: metrics.response_latencies.len(),
+            completion_tokens: usage.completion_tokens,
             latency: metrics.response_latencies.iter().map(|l| l.latency).sum(),
+            model: model.to_string(),
+            prompt_tokens: usage.prompt_tokens,
         }
     }
 
-    fn add(&mut self, other: &Summary) {
-        self.cost += other.cost;
-        self.prompt += other.prompt;
-        self.completion += other.completion;
-        self.cache_read += other.cache_read;
-        self.cache_write += other.cache_write;
+    fn add(&mut self, other: &ServiceStats) {
+        self.accumulated_cost += other.accumulated_cost;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
         self.calls += other.calls;
         self.latency += other.latency;
-    }
-
-    fn to_json(&self, model: &str) -> Value {
-        let mut value = json!({
-            "accumulated_cost": self.cost,
-            "prompt_tokens": self.prompt,
-            "completion_tokens": self.completion,
-            "cache_read_tokens": self.cache_read,
-            "cache_write_tokens": self.cache_write,
-            "calls": self.calls,
-            "latency": self.latency,
-        });
-        if !model.is_empty() {
-            value["model"] = Value::String(model.to_string());
-        }
-        value
     }
 }

@@ -51,7 +51,11 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// The endpoints of `settings`' SSE and streamable-HTTP servers, in that order. Keys go as
     /// `Authorization: Bearer`, `s` and `X-Session-API-Key`, as the reference sends them.
-    pub(crate) fn remote(settings: &McpSettings, http: &reqwest::Client) -> Vec<Endpoint> {
+    pub(crate) fn remote(settings: &McpSettings) -> Vec<Endpoint> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(client::CONNECT_TIMEOUT)
+            .build()
+            .unwrap_or_default();
         let endpoint = |server: &RemoteServer, transport| Endpoint {
             label: server.url.clone(),
             url: server.url.clone(),

@@ -30,7 +30,8 @@ use protocol::observation::EmptyExtras;
 use protocol::{Action, ActionKind, Event, EventSource, Observation, ObservationKind};
 use serde::Deserialize;
 
-use super::conversation::{ConversationMemory, content_text, response_key, truncate_content};
+use super::conversation::{ConversationMemory, content_text, response_key};
+use super::render::truncate_content;
 use super::tokens::{CHARS_PER_TOKEN, text_tokens};
 use super::view::{View, is_user_message};
 use crate::llm::{Llm, LlmError, Message};

@@ -18,6 +18,7 @@
 
 pub(crate) mod condenser;
 pub(crate) mod conversation;
+mod render;
 mod responses;
 pub(crate) mod tokens;
 pub(crate) mod view;
@@ -25,4 +26,5 @@ pub(crate) mod view;
 pub(crate) use condenser::{Condensed, Condenser};
 pub use condenser::{CondenserConfig, CondenserError};
 pub(crate) use conversation::ConversationMemory;
+pub(crate) use responses::decode as decode_response;
 pub(crate) use view::View;

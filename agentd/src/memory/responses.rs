@@ -95,8 +95,9 @@ fn key(action: &Action) -> usize {
     std::ptr::from_ref(action) as usize
 }
 
-/// `meta.model_response` as a chat response with at least one choice.
-fn decode(meta: &ToolCallMetadata) -> Option<ChatResponse> {
+/// `meta.model_response` as a chat response with at least one choice: the one decode of a
+/// recorded response (also of the agent that plays a resumed run's unplayed calls).
+pub(crate) fn decode(meta: &ToolCallMetadata) -> Option<ChatResponse> {
     match ChatResponse::deserialize(&meta.model_response) {
         Ok(response) if !response.choices.is_empty() => Some(response),
         Ok(_) => None,

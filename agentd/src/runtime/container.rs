@@ -54,11 +54,7 @@ pub(super) async fn start(
         config.sandboxd_binary.as_deref(),
         |line| tracing::info!(target: "agentd::build", "{line}"),
     )
-    .await
-    .map_err(|e| match e {
-        DockerError::NoSandboxd { .. } => RuntimeError::NoSandboxd,
-        other => other.into(),
-    })?
+    .await?
     .tag;
     let sandbox = docker
         .up(&sandbox_config, Owner::current().as_ref())
@@ -179,7 +175,7 @@ async fn watch_container(
             Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => {
                 break format!("the container exited with status {code}");
             }
-            Some(Err(e)) if super::docker::is_not_found(&e) => {
+            Some(Err(e)) if super::docker::inspect::is_not_found(&e) => {
                 break "the container was removed".to_string();
             }
             None => break "the container stopped".to_string(),

@@ -33,7 +33,7 @@ use sandbox_common::{ProcStat, random_hex};
 use tokio::sync::{oneshot, watch};
 
 use super::death::{SandboxDeath, record_death};
-use super::docker::image::default_sandboxd_binary;
+use super::sandboxd::default_sandboxd_binary;
 use super::{RuntimeConfig, RuntimeError};
 
 /// The variable that marks every process of one local sandbox.

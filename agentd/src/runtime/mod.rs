@@ -24,6 +24,7 @@ pub(crate) mod docker;
 mod local;
 mod remote;
 mod sandbox;
+pub(crate) mod sandboxd;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -85,7 +86,7 @@ pub struct RuntimeConfig {
     pub workspace: Option<PathBuf>,
     /// The sandboxd binary: run by the local runtime, put into images by the Docker runtime
     /// when `docker.image` is a base image. Default:
-    /// [`docker::image::default_sandboxd_binary`] (`AGENTD_SANDBOXD_BIN`, else `sandboxd` next
+    /// [`sandboxd::default_sandboxd_binary`] (`AGENTD_SANDBOXD_BIN`, else `sandboxd` next
     /// to the running executable).
     pub sandboxd_binary: Option<PathBuf>,
     /// Local runtime settings.
@@ -276,15 +277,27 @@ pub enum RuntimeError {
         /// Its last `pod_status`.
         status: String,
     },
-    /// The Docker runtime failed; its error says whether retrying helps.
+    /// The Docker runtime failed; its error says whether retrying helps. (A base image and
+    /// no sandboxd binary is [`RuntimeError::NoSandboxd`]: see the `From` below.)
     #[error(transparent)]
-    Docker(#[from] docker::DockerError),
+    Docker(docker::DockerError),
     /// The sandbox's client could not be made (a bad URL or key). Retrying cannot help.
     #[error(transparent)]
     Client(#[from] client::ClientError),
     /// The OS gave no randomness for a session key. Retrying may help.
     #[error("no randomness for a session key: {0}")]
     Entropy(String),
+}
+
+impl From<docker::DockerError> for RuntimeError {
+    /// The one mapping of the Docker layer's errors: no sandboxd binary for a base image is
+    /// the runtime's [`RuntimeError::NoSandboxd`], whichever layer found it missing.
+    fn from(e: docker::DockerError) -> RuntimeError {
+        match e {
+            docker::DockerError::NoSandboxd { .. } => RuntimeError::NoSandboxd,
+            other => RuntimeError::Docker(other),
+        }
+    }
 }
 
 /// ` (last output: ...)` for an error message, or nothing.

@@ -6,6 +6,7 @@
 use client::{ClientError, RuntimeApiClient, SandboxClient};
 use protocol::runtime_api::{RuntimeAccess, SessionStatus, StartRequest};
 
+use super::sandboxd::WORKSPACE;
 use super::{RemoteApiConfig, RuntimeConfig, RuntimeError};
 
 /// A sandbox the runtime API service gave us.
@@ -65,7 +66,7 @@ pub(super) async fn start_via_api(
                 "sandboxd".to_string(),
                 "8000".to_string(),
                 "--working-dir".to_string(),
-                crate::runtime::docker::config::WORKSPACE.to_string(),
+                WORKSPACE.to_string(),
             ];
             if !remote.plugins.is_empty() {
                 command.push("--plugins".to_string());

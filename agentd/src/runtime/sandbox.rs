@@ -31,6 +31,7 @@ use super::container::ContainerBackend;
 use super::death::SandboxDeath;
 use super::local::LocalSandbox;
 use super::{RuntimeConfig, RuntimeError, RuntimeKind, error_id, local, remote};
+use crate::events::answer_to;
 use crate::mcp::{Endpoint, McpFailure, McpHub, McpSettings, McpTransport};
 
 /// What messages call the sandbox's stdio MCP servers, behind its proxy.
@@ -47,12 +48,10 @@ pub struct Runtime {
     kind: RuntimeKind,
     url: String,
     client: SandboxClient,
-    backend: Backend,
+    backend: StartedSandbox,
     death: watch::Sender<Option<SandboxDeath>>,
     /// Seconds given to actions without a timeout.
     default_timeout: Option<f64>,
-    /// sandboxd's session key, for its MCP proxy.
-    key: Option<String>,
     /// The MCP servers `call_tool_mcp` actions call (none until [`Runtime::connect_mcp`]).
     mcp: McpHub,
     /// See [`RuntimeConfig::on_output`](super::RuntimeConfig::on_output).
@@ -61,7 +60,7 @@ pub struct Runtime {
 
 /// What the runtime started, and owns.
 #[derive(Debug)]
-enum Backend {
+enum StartedSandbox {
     Local(LocalSandbox),
     Docker(Box<ContainerBackend>),
     Remote,
@@ -78,7 +77,7 @@ impl Runtime {
             RuntimeKind::Local => {
                 let started = local::start(config, &death).await?;
                 (
-                    Backend::Local(started.sandbox),
+                    StartedSandbox::Local(started.sandbox),
                     started.url,
                     Some(started.session_api_key),
                 )
@@ -87,20 +86,20 @@ impl Runtime {
                 let container = super::container::start(config, &death).await?;
                 let url = container.sandbox.url.clone();
                 let key = container.sandbox.session_api_key.clone();
-                (Backend::Docker(Box::new(container)), url, Some(key))
+                (StartedSandbox::Docker(Box::new(container)), url, Some(key))
             }
             RuntimeKind::Remote => match &config.remote_api {
                 Some(api) => {
                     let (sandbox, url, key) = remote::start_via_api(config, api).await?;
-                    (Backend::RemoteApi(sandbox), url, key)
+                    (StartedSandbox::RemoteApi(sandbox), url, key)
                 }
                 None => {
                     let (url, key) = remote::target(config)?;
-                    (Backend::Remote, url, key)
+                    (StartedSandbox::Remote, url, key)
                 }
             },
         };
-        let client = match SandboxClient::new(&url, key.clone()) {
+        let client = match SandboxClient::new(&url, key) {
             Ok(client) => client,
             Err(e) => {
                 if let Err(close) = close_backend(backend).await {
@@ -116,7 +115,6 @@ impl Runtime {
             backend,
             death,
             default_timeout: config.default_action_timeout.map(|t| t.as_secs_f64()),
-            key,
             mcp: McpHub::default(),
             on_output: config.on_output.clone(),
         };
@@ -144,7 +142,10 @@ impl Runtime {
                 output: self.output().await,
             });
         }
-        if matches!(self.backend, Backend::Remote | Backend::RemoteApi(_)) {
+        if matches!(
+            self.backend,
+            StartedSandbox::Remote | StartedSandbox::RemoteApi(_)
+        ) {
             remote::check_key(&self.client, &self.url).await?;
         }
         Ok(())
@@ -170,7 +171,7 @@ impl Runtime {
     /// group id of both).
     pub fn pid(&self) -> Option<u32> {
         match &self.backend {
-            Backend::Local(local) => Some(local.pid()),
+            StartedSandbox::Local(local) => Some(local.pid()),
             _ => None,
         }
     }
@@ -178,7 +179,7 @@ impl Runtime {
     /// The id of the Docker runtime's container.
     pub fn container_id(&self) -> Option<&str> {
         match &self.backend {
-            Backend::Docker(container) => Some(&container.sandbox.id),
+            StartedSandbox::Docker(container) => Some(&container.sandbox.id),
             _ => None,
         }
     }
@@ -187,13 +188,15 @@ impl Runtime {
     /// the sandbox): a Docker sandbox's published app ports; none for the others.
     pub fn web_hosts(&self) -> std::collections::BTreeMap<String, u16> {
         match &self.backend {
-            Backend::Docker(container) => container
+            StartedSandbox::Docker(container) => container
                 .sandbox
                 .app_ports
                 .iter()
                 .map(|(inside, host)| (format!("http://localhost:{host}"), *inside))
                 .collect(),
-            Backend::Local(_) | Backend::Remote | Backend::RemoteApi(_) => Default::default(),
+            StartedSandbox::Local(_) | StartedSandbox::Remote | StartedSandbox::RemoteApi(_) => {
+                Default::default()
+            }
         }
     }
 
@@ -247,11 +250,7 @@ impl Runtime {
     /// call them.
     pub async fn connect_mcp(&mut self, settings: &McpSettings) -> Vec<McpFailure> {
         let mut failures = Vec::new();
-        let host = reqwest::Client::builder()
-            .connect_timeout(client::CONNECT_TIMEOUT)
-            .build()
-            .unwrap_or_default();
-        let mut endpoints = Endpoint::remote(settings, &host);
+        let mut endpoints = Endpoint::remote(settings);
         if !settings.stdio_servers.is_empty() {
             match self.sandbox_mcp(settings).await {
                 Ok((endpoint, errors)) => {
@@ -292,18 +291,10 @@ impl Runtime {
                 reason: paragraph.to_owned(),
             })
             .collect();
-        let url = self
+        let (url, headers) = self
             .client
-            .base_url()
-            .join("mcp/proxy")
+            .mcp_proxy()
             .map_err(|e| format!("no proxy URL: {e}"))?;
-        let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(key) = &self.key
-            && let Ok(mut value) = reqwest::header::HeaderValue::from_str(key)
-        {
-            value.set_sensitive(true);
-            headers.insert("x-session-api-key", value);
-        }
         let endpoint = Endpoint {
             label: SANDBOX_MCP.to_owned(),
             url: url.to_string(),
@@ -336,9 +327,7 @@ impl Runtime {
         let mut observation = self.run(action).await;
         observation.id = None;
         observation.source = None;
-        observation.cause = action.id;
-        observation.tool_call_metadata = action.tool_call_metadata.clone();
-        observation
+        answer_to(observation, action)
     }
 
     async fn run(&self, action: &Action) -> Observation {
@@ -367,8 +356,11 @@ impl Runtime {
         if let Some(death) = self.death() {
             return died(&death);
         }
-        // The host calls MCP tools itself (stdio servers through the sandbox's proxy).
-        if let ActionKind::Mcp(args) = &action.kind {
+        // A runnable action that sandboxd does not run is an MCP tool call: the host calls it
+        // itself (stdio servers through the sandbox's proxy).
+        if !action.kind.action_type().runs_in_sandbox()
+            && let ActionKind::Mcp(args) = &action.kind
+        {
             return tokio::select! {
                 biased;
                 death = self.died() => died(&death),
@@ -446,23 +438,23 @@ impl Runtime {
             return Some(death);
         }
         match &self.backend {
-            Backend::Local(_) => tokio::time::timeout(CONFIRM_DEATH, self.died()).await.ok(),
-            Backend::Docker(container) => {
+            StartedSandbox::Local(_) => tokio::time::timeout(CONFIRM_DEATH, self.died()).await.ok(),
+            StartedSandbox::Docker(container) => {
                 match tokio::time::timeout(CONFIRM_DEATH, self.died()).await {
                     Ok(death) => Some(death),
                     Err(_) => container.check(&self.death).await,
                 }
             }
-            Backend::Remote | Backend::RemoteApi(_) => None,
+            StartedSandbox::Remote | StartedSandbox::RemoteApi(_) => None,
         }
     }
 
     /// The sandbox's last output, for error messages.
     async fn output(&self) -> String {
         match &self.backend {
-            Backend::Local(local) => local.output(),
-            Backend::Docker(container) => container.output().await,
-            Backend::Remote | Backend::RemoteApi(_) => String::new(),
+            StartedSandbox::Local(local) => local.output(),
+            StartedSandbox::Docker(container) => container.output().await,
+            StartedSandbox::Remote | StartedSandbox::RemoteApi(_) => String::new(),
         }
     }
 
@@ -474,12 +466,12 @@ impl Runtime {
     }
 }
 
-async fn close_backend(backend: Backend) -> Result<(), RuntimeError> {
+async fn close_backend(backend: StartedSandbox) -> Result<(), RuntimeError> {
     match backend {
-        Backend::Local(mut local) => local.stop().await,
-        Backend::Docker(container) => (*container).close().await,
-        Backend::Remote => Ok(()),
-        Backend::RemoteApi(sandbox) => sandbox.close().await,
+        StartedSandbox::Local(mut local) => local.stop().await,
+        StartedSandbox::Docker(container) => (*container).close().await,
+        StartedSandbox::Remote => Ok(()),
+        StartedSandbox::RemoteApi(sandbox) => sandbox.close().await,
     }
 }
 

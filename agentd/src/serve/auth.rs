@@ -13,12 +13,6 @@ impl Caller {
     pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
-
-    /// An owner read back from a state file.
-    #[cfg(test)]
-    pub(crate) fn from_stored(fingerprint: String) -> Caller {
-        Caller(fingerprint)
-    }
 }
 
 /// The configured keys (only their SHA-256 digests are kept).

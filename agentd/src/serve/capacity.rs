@@ -3,7 +3,7 @@
 
 use bollard::Docker;
 
-use crate::docker::{DockerError, Limits};
+use crate::runtime::docker::{DockerError, Limits};
 
 use super::ServeError;
 

@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 
 use crate::runtime::docker::SandboxUser;
-use crate::runtime::docker::config::{SANDBOX_USER, WORKSPACE};
+use crate::runtime::docker::config::SANDBOX_USER;
+use crate::runtime::sandboxd::WORKSPACE;
 
 /// Flags that take one value.
 const ONE_VALUE: &[&str] = &["--working-dir", "--username", "--user-id"];

@@ -100,10 +100,10 @@ impl SandboxImages {
         if let Some(local) = self.configured(image) {
             return Ok(local.to_string());
         }
-        match image::is_sandbox_image(docker, image).await {
-            Ok(_) => Ok(image.to_string()),
-            Err(DockerError::ImageMissing { .. }) => Ok(self.default_image.clone()),
-            Err(e) => Err(e.into()),
+        if image::exists(docker, image).await? {
+            Ok(image.to_string())
+        } else {
+            Ok(self.default_image.clone())
         }
     }
 
@@ -124,11 +124,7 @@ impl SandboxImages {
         let tag = image::sandbox_image_for(docker, local, self.sandboxd.as_deref(), |line| {
             tracing::info!(target: "agentd::build", "{line}");
         })
-        .await
-        .map_err(|e| match e {
-            DockerError::NoSandboxd { .. } => ServeError::Config(e.to_string()),
-            other => other.into(),
-        })?
+        .await?
         .tag;
         tags.insert(local.to_string(), tag.clone());
         Ok(tag)

@@ -215,9 +215,10 @@ pub enum ServeError {
     /// The Kubernetes API failed; its error says whether retrying helps.
     #[error(transparent)]
     Kubernetes(#[from] backend::KubeError),
-    /// Docker failed; its error says whether retrying helps.
+    /// Docker failed; its error says whether retrying helps. (A base image and no sandboxd
+    /// binary is [`ServeError::Config`]: see the `From` below.)
     #[error(transparent)]
-    Docker(#[from] DockerError),
+    Docker(DockerError),
     /// A sandboxd did not take its configuration. Retrying may help if it was a connection
     /// failure.
     #[error("sandboxd: {0}")]
@@ -231,6 +232,17 @@ pub enum ServeError {
     /// The listener failed. Retrying may help.
     #[error("serving HTTP: {0}")]
     Serve(std::io::Error),
+}
+
+impl From<DockerError> for ServeError {
+    /// The one mapping of the Docker layer's errors: no sandboxd binary to make a base image
+    /// a sandbox image with is the service's configuration, not the engine's failure.
+    fn from(e: DockerError) -> ServeError {
+        match e {
+            DockerError::NoSandboxd { .. } => ServeError::Config(e.to_string()),
+            other => ServeError::Docker(other),
+        }
+    }
 }
 
 /// Opens the service (Docker, images, recovery), calls `on_listening` with the bound address,

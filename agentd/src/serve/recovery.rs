@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use protocol::api::ConfigureRequest;
 
-use super::backend::{Backend, Found, Profile, SandboxContainer, SandboxState, Warm};
+use super::backend::{Backend, Found, Profile, SandboxState, ServedSandbox, Warm};
 use super::pool::{WarmPools, send_configuration};
 use super::store::{Claim, ClaimStore};
 use super::table::Entry;
@@ -33,7 +33,7 @@ enum Fate {
 #[derive(Debug)]
 struct Reclaimed {
     claim: Claim,
-    container: SandboxContainer,
+    container: ServedSandbox,
     paused: bool,
     /// The key to send a pending configuration with; `None` when its sandboxd cannot take
     /// one (it is paused, or its container has no key).

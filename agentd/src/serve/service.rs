@@ -12,33 +12,26 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
-use client::SandboxClient;
-use protocol::api::ConfigureRequest;
 use protocol::runtime_api::{
-    BuildResponse, BuildStatusResponse, ImageExistsResponse, PodStatus, RuntimeList,
-    RuntimeStateResponse, RuntimeStatusResponse, SessionResponse, SessionStatus, StartRequest,
-    StartResponse,
+    BuildResponse, BuildStatusResponse, ImageExistsResponse, RuntimeList, RuntimeStateResponse,
+    SessionStatus, StartRequest, StartResponse,
 };
-use sandbox_common::random_hex;
 use tokio::sync::watch;
 
 use super::auth::{self, ApiKeys, Caller};
-use super::backend::{Backend, Profile, SandboxState, Warm};
+use super::backend::{Backend, Profile};
 use super::builds::{self, BuildRequest, Builds};
 use super::capacity::HostCapacity;
 use super::images::SandboxImages;
-use super::pool::{self, WarmPools, send_configuration};
-use super::store::{Claim, ClaimStore};
+use super::pool::{self, WarmPools};
+use super::store::ClaimStore;
 use super::table::{Begin, Entry, Table};
 use super::{ServeConfig, ServeError, command, reaper, recovery};
-use crate::runtime::docker::{Egress, Limits, UserError, image};
+use crate::runtime::docker::{Egress, UserError, image};
 
 /// Largest `resource_factor` accepted.
 const MAX_RESOURCE_FACTOR: f64 = 16.0;
-/// Deadline of a readiness probe of a sandboxd.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The sandboxes of one service.
 #[derive(Debug)]
@@ -354,80 +347,6 @@ impl SandboxService {
         }
     }
 
-    /// Writes `claim` of sandbox `id`: on the sandbox when the backend keeps claims (with
-    /// `first`, only if no replica claimed it yet: `Ok(false)` then), else in the state
-    /// directory.
-    async fn save_claim(&self, id: &str, claim: &Claim, first: bool) -> Result<bool, ServeError> {
-        if self.backend.keeps_claims() {
-            return self.backend.put_claim(id, claim, first).await;
-        }
-        self.store.save(claim)?;
-        Ok(true)
-    }
-
-    /// Forgets the claim of `runtime_id` kept in the state directory (a backend's claims go
-    /// with their sandbox).
-    fn forget_claim(&self, runtime_id: &str) {
-        if !self.backend.keeps_claims() {
-            let _ = self.store.remove(runtime_id);
-        }
-    }
-
-    /// Gives `warm` to the caller: the claim, its limits (`resize`, when they differ from
-    /// those it was made with), then its configuration. `None`: another replica claimed it
-    /// first.
-    async fn claim(
-        &self,
-        owner: &Caller,
-        request: &StartRequest,
-        args: Vec<String>,
-        warm: Warm,
-        resize: Option<&Limits>,
-    ) -> Result<Option<Entry>, ServeError> {
-        let session_api_key = random_hex(32).map_err(|e| ServeError::Internal(e.to_string()))?;
-        let claim = Claim {
-            runtime_id: warm.runtime_id.clone(),
-            session_id: request.session_id.clone(),
-            owner: owner.as_str().to_string(),
-            image: request.image.clone(),
-            session_api_key: session_api_key.clone(),
-            created_at: chrono::Utc::now().to_rfc3339(),
-            pending_configuration: Some(ConfigureRequest {
-                args,
-                env: command::environment(&request.environment, &session_api_key),
-            }),
-        };
-        if !self.save_claim(&warm.container.id, &claim, true).await? {
-            return Ok(None);
-        }
-        if let Some(limits) = resize {
-            self.backend
-                .update_limits(&warm.container.id, limits)
-                .await?;
-        }
-        let mut claim = claim;
-        if let Some(configure) = claim.pending_configuration.take() {
-            send_configuration(
-                &self.probe,
-                &warm.container.local_url,
-                &warm.configure_key,
-                &configure,
-            )
-            .await
-            .map_err(|e| match e {
-                client::ClientError::Http {
-                    status: 400,
-                    detail,
-                    ..
-                } => ServeError::BadRequest(detail),
-                other => ServeError::Client(other),
-            })?;
-        }
-        // sandboxd has its configuration: the caller's environment leaves the claim.
-        self.save_claim(&warm.container.id, &claim, false).await?;
-        Ok(Some(Entry::new(claim, warm.container, false, &self.config)))
-    }
-
     /// The caller's entry for a runtime id (another key's sandboxes are not found), also one
     /// another replica started.
     async fn entry(&self, owner: &Caller, runtime_id: &str) -> Result<Entry, ServeError> {
@@ -437,132 +356,6 @@ impl SandboxService {
         self.table
             .owned(owner, runtime_id)
             .ok_or_else(|| ServeError::NotFound(format!("no runtime {runtime_id}")))
-    }
-
-    /// Where the backend keeps claims, takes into the table the claimed sandboxes other
-    /// replicas of the service started (the cluster is the state; each replica's table is a
-    /// view of it).
-    async fn adopt_claimed(&self) {
-        if !self.backend.keeps_claims() {
-            return;
-        }
-        let found = match self.backend.find(&self.config.name).await {
-            Ok(found) => found,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot look for other replicas' sandboxes");
-                return;
-            }
-        };
-        for sandbox in found {
-            let (Some(claim), Some(container)) = (sandbox.claim, sandbox.container) else {
-                continue;
-            };
-            let paused = match sandbox.state {
-                SandboxState::Running => false,
-                SandboxState::Paused => true,
-                SandboxState::Starting | SandboxState::Down => continue,
-            };
-            if self.table.get(&claim.runtime_id).is_none() {
-                self.table
-                    .insert(Entry::new(claim, container, paused, &self.config));
-            }
-        }
-    }
-
-    /// `GET /runtime/{id}`: `pending` until sandboxd answers `/alive`.
-    pub(crate) async fn runtime_status(
-        &self,
-        owner: &Caller,
-        runtime_id: &str,
-    ) -> Result<RuntimeStatusResponse, ServeError> {
-        let entry = self.entry(owner, runtime_id).await?;
-        let pod_status = self.pod_status(&entry).await;
-        Ok(RuntimeStatusResponse {
-            runtime_id: runtime_id.to_string(),
-            pod_status,
-            restart_count: 0,
-            restart_reasons: Vec::new(),
-        })
-    }
-
-    async fn pod_status(&self, entry: &Entry) -> PodStatus {
-        if entry.paused {
-            return PodStatus::Paused;
-        }
-        // sandboxd answers: ready (a configured warm sandbox answers as soon as `/start` did).
-        if answers_alive(&self.probe, &entry.container.local_url).await {
-            if !entry.ready {
-                self.table.set_ready(&entry.claim.runtime_id);
-            }
-            return PodStatus::Ready;
-        }
-        if entry.ready {
-            return if self.gone(entry).await {
-                PodStatus::Failed
-            } else {
-                PodStatus::Ready
-            };
-        }
-        match self.backend.state(&entry.container.id).await {
-            Ok(state) => unanswered_pod_status(state),
-            Err(e) => {
-                tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
-                PodStatus::Pending
-            }
-        }
-    }
-
-    /// Whether the sandbox's container is no more, or no longer running (nor paused). A
-    /// failed inspection says nothing: not gone.
-    async fn gone(&self, entry: &Entry) -> bool {
-        match self.backend.state(&entry.container.id).await {
-            Ok(state) => is_gone(state),
-            Err(e) => {
-                tracing::warn!(runtime_id = %entry.claim.runtime_id, error = %e, "cannot inspect a sandbox");
-                false
-            }
-        }
-    }
-
-    /// Forgets and cleans up a sandbox whose container died; says whether it had.
-    async fn reap_if_gone(&self, entry: &Entry) -> bool {
-        if entry.paused || !self.gone(entry).await {
-            return false;
-        }
-        let runtime_id = &entry.claim.runtime_id;
-        tracing::warn!(%runtime_id, session = %entry.claim.session_id, "the sandbox died; forgetting it");
-        self.table.remove(runtime_id);
-        if let Err(e) = self.remove(entry).await {
-            tracing::warn!(%runtime_id, error = %e, "cannot clean up a dead sandbox");
-        }
-        true
-    }
-
-    /// `GET /sessions/{sid}`: `stopped` for a sandbox whose container died (it is forgotten,
-    /// so that the caller starts a new one).
-    pub(crate) async fn session(
-        &self,
-        owner: &Caller,
-        session_id: &str,
-    ) -> Result<SessionResponse, ServeError> {
-        if self.table.of_session(owner, session_id).is_none() {
-            self.adopt_claimed().await;
-        }
-        let entry = self
-            .table
-            .of_session(owner, session_id)
-            .ok_or_else(|| ServeError::NotFound(format!("no session {session_id}")))?;
-        let status = if entry.paused {
-            SessionStatus::Paused
-        } else if self.reap_if_gone(&entry).await {
-            SessionStatus::Stopped
-        } else {
-            SessionStatus::Running
-        };
-        Ok(SessionResponse {
-            status,
-            access: entry.access(),
-        })
     }
 
     /// `GET /runtimes`: the caller's sandboxes, and the pools' sizes.
@@ -648,25 +441,8 @@ impl SandboxService {
             // claim first (for removal: no session, no owner).
             let mut ours = Vec::new();
             for warm in drained {
-                let removal = Claim {
-                    runtime_id: warm.runtime_id.clone(),
-                    session_id: String::new(),
-                    owner: String::new(),
-                    image: String::new(),
-                    session_api_key: String::new(),
-                    created_at: chrono::Utc::now().to_rfc3339(),
-                    pending_configuration: None,
-                };
-                match self
-                    .backend
-                    .put_claim(&warm.container.id, &removal, true)
-                    .await
-                {
-                    Ok(true) => ours.push(warm),
-                    Ok(false) => {}
-                    Err(e) => {
-                        tracing::warn!(runtime_id = %warm.runtime_id, error = %e, "cannot claim a warm sandbox for removal")
-                    }
+                if self.claim_for_removal(&warm).await {
+                    ours.push(warm);
                 }
             }
             drained = ours;
@@ -705,30 +481,8 @@ impl SandboxService {
     }
 }
 
-/// Whether sandboxd at `local_url` answers `/alive` within [`PROBE_TIMEOUT`].
-async fn answers_alive(http: &reqwest::Client, local_url: &str) -> bool {
-    let Ok(client) = SandboxClient::with_http_client(local_url, None, http.clone()) else {
-        return false;
-    };
-    tokio::time::timeout(PROBE_TIMEOUT, client.alive())
-        .await
-        .is_ok_and(|r| r.is_ok())
-}
-
-/// The pod status of a sandbox whose sandboxd did not answer `/alive`, by its container's
-/// state: still coming up while the container runs, failed otherwise.
-fn unanswered_pod_status(state: SandboxState) -> PodStatus {
-    match state {
-        SandboxState::Running | SandboxState::Starting => PodStatus::Pending,
-        SandboxState::Paused | SandboxState::Down => PodStatus::Failed,
-    }
-}
-
-/// Whether a sandbox in `state` no longer holds a sandbox: down (a swarm task being placed
-/// is not gone).
-fn is_gone(state: SandboxState) -> bool {
-    state == SandboxState::Down
-}
+mod claims;
+mod status;
 
 #[cfg(test)]
 mod tests;

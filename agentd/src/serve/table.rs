@@ -10,7 +10,7 @@ use protocol::runtime_api::{
 };
 
 use super::auth::Caller;
-use super::backend::SandboxContainer;
+use super::backend::ServedSandbox;
 use super::store::Claim;
 use super::{ServeConfig, ServeError, lock};
 
@@ -18,7 +18,7 @@ use super::{ServeConfig, ServeError, lock};
 #[derive(Debug, Clone)]
 pub(super) struct Entry {
     pub(super) claim: Claim,
-    pub(super) container: SandboxContainer,
+    pub(super) container: ServedSandbox,
     /// sandboxd's URL for callers.
     pub(super) url: String,
     pub(super) paused: bool,
@@ -32,7 +32,7 @@ impl Entry {
     /// `container`, claimed by `claim`, as `config`'s callers reach it; not yet seen ready.
     pub(super) fn new(
         claim: Claim,
-        container: SandboxContainer,
+        container: ServedSandbox,
         paused: bool,
         config: &ServeConfig,
     ) -> Entry {

@@ -21,7 +21,7 @@ use protocol::action::{EmptyArgs, SystemMessageArgs};
 use protocol::{Action, ActionKind};
 
 use super::loc::KernelFunctions;
-use super::{Agent, AgentError, Step, StepFuture};
+use super::{Agent, AgentError, FatalKind, Step, StepFuture};
 use crate::events::EventStream;
 use crate::llm::{Llm, LlmError, Tool};
 use crate::memory::{
@@ -155,7 +155,7 @@ impl CodeActAgent {
         };
         let response =
             serde_json::to_value(&completion.response).map_err(|e| AgentError::Fatal {
-                kind: "LLMResponseError".to_string(),
+                kind: FatalKind::LlmResponse,
                 message: format!("cannot record the model's response: {e}"),
             })?;
         let actions = actions::response_to_actions(
@@ -248,9 +248,7 @@ fn unplayed_calls(
     if metadata.total_calls_in_response <= 1 {
         return Vec::new();
     }
-    let Ok(response) =
-        serde_json::from_value::<protocol::llm::ChatResponse>(metadata.model_response.clone())
-    else {
+    let Some(response) = crate::memory::decode_response(metadata) else {
         return Vec::new();
     };
     let Some(choice) = response.choices.first() else {
@@ -297,7 +295,7 @@ pub(crate) fn llm_error(error: LlmError) -> AgentError {
     match error {
         LlmError::ToolCallFormat(text) => AgentError::Malformed(text),
         LlmError::Failed { kind, message } => AgentError::Fatal {
-            kind: kind.name().to_string(),
+            kind: FatalKind::Llm(kind),
             message,
         },
     }
@@ -307,7 +305,7 @@ fn condenser_error(error: CondenserError) -> AgentError {
     match error {
         CondenserError::Llm(e) => llm_error(e),
         other => AgentError::Fatal {
-            kind: "CondenserError".to_string(),
+            kind: FatalKind::Condenser,
             message: other.to_string(),
         },
     }

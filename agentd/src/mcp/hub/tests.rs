@@ -34,8 +34,7 @@ async fn a_server_that_does_not_answer_is_left_out_with_the_reason() {
         }],
         ..McpSettings::default()
     };
-    let (hub, failures) =
-        McpHub::connect(Endpoint::remote(&settings, &reqwest::Client::new())).await;
+    let (hub, failures) = McpHub::connect(Endpoint::remote(&settings)).await;
     assert!(hub.tools().is_empty());
     assert_eq!(failures.len(), 1);
     assert_eq!(failures[0].server, format!("http://127.0.0.1:{port}/sse"));
@@ -66,8 +65,7 @@ async fn a_server_that_never_answers_is_left_out_after_the_deadline() {
         ..McpSettings::default()
     };
     let started = tokio::time::Instant::now();
-    let (hub, failures) =
-        McpHub::connect(Endpoint::remote(&settings, &reqwest::Client::new())).await;
+    let (hub, failures) = McpHub::connect(Endpoint::remote(&settings)).await;
     assert!(hub.tools().is_empty());
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert_eq!(failures[0].reason, mcp_timeout_message(MCP_REQUEST_TIMEOUT));

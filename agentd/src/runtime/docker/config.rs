@@ -12,6 +12,7 @@ use super::disk::{DEFAULT_DISK_BYTES, DiskMounts};
 use super::labels;
 pub use super::network::Egress;
 use super::user::SandboxUser;
+use crate::runtime::sandboxd::WORKSPACE;
 
 /// Where sandboxd lives in every sandbox image (see [`super::image`]).
 pub(crate) const SANDBOXD_PATH: &str = "/opt/sandboxd/bin/sandboxd";
@@ -22,8 +23,6 @@ pub(crate) const SANDBOXD_PORT: u16 = 8000;
 pub const APP_PORT_BASE: u16 = 12000;
 /// The most app ports a sandbox may publish.
 pub const MAX_APP_PORTS: u16 = 16;
-/// Where `workspace` is mounted and where the shell starts.
-pub(crate) const WORKSPACE: &str = "/workspace";
 pub(crate) use super::user::{SANDBOX_UID, SANDBOX_USER};
 
 /// Where the host's socket directory is mounted with [`Network::None`].

@@ -26,7 +26,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -37,9 +36,11 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 
+use super::inspect::is_not_found;
 use super::labels;
 use super::user::SandboxUser;
-use super::{DockerError, is_not_found};
+use super::{DockerError, host_command};
+use crate::runtime::sandboxd::WORKSPACE;
 
 /// Where the sandboxes' own disks live: `NAME.img` and its mount point `NAME/`, and the
 /// per-image content cache in `.content/`.
@@ -247,7 +248,7 @@ pub(crate) fn writable_paths(
 ) -> Vec<String> {
     let mut paths = vec![home.to_string(), "/var/tmp".to_string()];
     if !workspace_mounted {
-        paths.push(super::config::WORKSPACE.to_string());
+        paths.push(WORKSPACE.to_string());
     }
     paths.extend(
         image_label
@@ -665,37 +666,25 @@ fn create_dir(dir: &Path, mode: u32) -> Result<(), DiskError> {
     })
 }
 
-/// Runs a short host command (its own process group; waited for and reaped), and fails with
-/// its stderr unless it succeeds. Blocking: call it from a blocking thread.
+/// Runs a short host command ([`host_command`]), and fails with its stderr unless it
+/// succeeds. Blocking: call it from a blocking thread.
 fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), DiskError> {
-    use std::os::unix::process::CommandExt;
     let command_line = || {
         std::iter::once(program.to_string())
             .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let output = std::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .output()
-        .map_err(|e| DiskError::Command {
-            command: command_line(),
-            output: e.to_string(),
-        })?;
+    let output = host_command::output(program, args).map_err(|e| DiskError::Command {
+        command: command_line(),
+        output: e.to_string(),
+    })?;
     if output.status.success() {
         return Ok(());
     }
     Err(DiskError::Command {
         command: command_line(),
-        output: format!(
-            "{}: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ),
+        output: format!("{}: {}", output.status, output.stderr),
     })
 }
 

@@ -32,8 +32,9 @@ use futures_util::StreamExt;
 use protocol::egress::EgressPolicy;
 
 use super::config::SANDBOXD_PATH;
+use super::inspect::{is_not_found, label, state_of};
 use super::network::{Egress, SUBNET_POOL};
-use super::{DockerError, is_not_found, labels};
+use super::{DockerError, labels};
 
 /// The proxy container's name (one per engine).
 pub(crate) const PROXY_NAME: &str = "sandboxd-egress-proxy";
@@ -176,12 +177,12 @@ pub(crate) async fn ensure_running(docker: &Docker, image: &str) -> Result<(), D
         .await
     {
         Ok(inspect) => {
-            if super::label(&inspect, labels::EGRESS_PROXY) != Some("true") {
+            if label(&inspect, labels::EGRESS_PROXY) != Some("true") {
                 return Err(DockerError::Unsupported(format!(
                     "a container named {PROXY_NAME} is in the way of the egress proxy; remove it"
                 )));
             }
-            super::state_of(&inspect)
+            state_of(&inspect)
         }
         Err(e) if is_not_found(&e) => {
             let options = CreateContainerOptionsBuilder::default()

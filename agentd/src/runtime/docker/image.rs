@@ -13,9 +13,11 @@ use bollard::query_parameters::{BuildImageOptionsBuilder, CreateImageOptionsBuil
 use futures_util::{Stream, StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 
-use super::config::{SANDBOX_UID, SANDBOX_USER, SANDBOXD_PATH, WORKSPACE};
+use super::config::{SANDBOX_UID, SANDBOX_USER, SANDBOXD_PATH};
+use super::inspect::is_not_found;
 use super::user::SandboxUser;
 use super::{DockerError, labels};
+use crate::runtime::sandboxd::{WORKSPACE, default_sandboxd_binary};
 
 /// The repository sandbox images are tagged in.
 pub(crate) const REPOSITORY: &str = "sandboxd-runtime";
@@ -32,21 +34,9 @@ pub struct SandboxImage {
     pub elapsed: Duration,
 }
 
-/// The sandboxd binary that goes into images: `AGENTD_SANDBOXD_BIN`, else a `sandboxd` next to
-/// the running executable. It must run on the base image's libc: `images/build-sandboxd.sh`
-/// builds a static one.
-pub fn default_sandboxd_binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("AGENTD_SANDBOXD_BIN") {
-        return Some(PathBuf::from(path));
-    }
-    let exe = std::env::current_exe().ok()?;
-    let sibling = exe.parent()?.join("sandboxd");
-    sibling.is_file().then_some(sibling)
-}
-
 /// The sandboxd binary to make `image` a sandbox image with: `given`, else
 /// [`default_sandboxd_binary`]; [`DockerError::NoSandboxd`] when there is none.
-pub fn sandboxd_binary(given: Option<&Path>, image: &str) -> Result<PathBuf, DockerError> {
+fn sandboxd_binary(given: Option<&Path>, image: &str) -> Result<PathBuf, DockerError> {
     given
         .map(Path::to_path_buf)
         .or_else(default_sandboxd_binary)
@@ -84,10 +74,19 @@ async fn inspect_local(
 ) -> Result<bollard::models::ImageInspect, DockerError> {
     match docker.inspect_image(image).await {
         Ok(inspect) => Ok(inspect),
-        Err(e) if super::is_not_found(&e) => Err(DockerError::ImageMissing {
+        Err(e) if is_not_found(&e) => Err(DockerError::ImageMissing {
             image: image.to_string(),
         }),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the engine has `image` (no registry is asked).
+pub(crate) async fn exists(docker: &Docker, image: &str) -> Result<bool, DockerError> {
+    match inspect_local(docker, image).await {
+        Ok(_) => Ok(true),
+        Err(DockerError::ImageMissing { .. }) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

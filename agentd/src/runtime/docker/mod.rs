@@ -7,10 +7,13 @@
 //! mounted into it. Every container carries our labels ([`labels`]); those of a dead owner are
 //! found and removed by [`DockerHost::gc`].
 
+mod bridge;
 pub(crate) mod config;
 pub(crate) mod disk;
 pub(crate) mod egress_proxy;
+mod host_command;
 pub(crate) mod image;
+pub(crate) mod inspect;
 pub(crate) mod labels;
 pub(crate) mod network;
 pub(crate) mod user;
@@ -21,13 +24,11 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::models::{
-    ContainerInspectResponse, ContainerStateStatusEnum, ContainerSummaryStateEnum, Ipam,
-    IpamConfig, NetworkCreateRequest,
+    ContainerInspectResponse, ContainerStateStatusEnum, ContainerSummaryStateEnum,
 };
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
-    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, StartContainerOptions, WaitContainerOptions,
+    CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
+    LogsOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions, WaitContainerOptions,
 };
 use client::SandboxClient;
 use futures_util::StreamExt;
@@ -37,6 +38,7 @@ pub use config::{Limits, Network, SandboxConfig};
 use config::{MAX_APP_PORTS, SANDBOXD_PORT};
 pub use disk::{DiskError, DiskLimit};
 use disk::{DiskMounts, StorageQuota};
+use inspect::{app_ports_of, container_name, is_managed, is_not_found, label, state_of, url_of};
 use labels::Owner;
 pub use network::{CidrRule, Egress, EgressRule, FirewallError};
 pub use sandbox_common::DomainRule;
@@ -649,38 +651,6 @@ impl DockerHost {
         Ok(removed)
     }
 
-    /// Removes our networks that no container uses any more, and the firewall rules of
-    /// bridges that no longer exist (sandboxes that went away without agentd).
-    async fn sweep_networks(&self) -> Result<(), DockerError> {
-        let options = ListNetworksOptionsBuilder::default()
-            .filters(&labels::managed_filter())
-            .build();
-        let mut live = Vec::new();
-        for net in self.docker.list_networks(Some(options)).await? {
-            let Some(name) = net.name else { continue };
-            let inspected = self
-                .docker
-                .inspect_network(&name, None::<InspectNetworkOptions>)
-                .await;
-            let in_use = match inspected {
-                Ok(net) => net.containers.is_some_and(|c| !c.is_empty()),
-                Err(e) if is_not_found(&e) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            if in_use {
-                live.push(name);
-            } else {
-                self.remove_network(&name).await;
-            }
-        }
-        let _ = tokio::task::spawn_blocking(move || {
-            network::sweep(&live);
-            egress_proxy::sweep_policies(&live);
-        })
-        .await;
-        Ok(())
-    }
-
     async fn remove_inspected(
         &self,
         inspect: &ContainerInspectResponse,
@@ -711,108 +681,6 @@ impl DockerHost {
             }
         }
         Ok(())
-    }
-
-    /// Creates the sandbox's own network, named `bridge` as its bridge interface is, labelled
-    /// as the sandbox (`labels`), and installs its firewall rules. On failure nothing is left.
-    async fn create_network(
-        &self,
-        bridge: &str,
-        labels: &HashMap<String, String>,
-        config: &SandboxConfig,
-    ) -> Result<(), DockerError> {
-        // Another agentd may take the same free subnet meanwhile: then the next one.
-        let mut attempt = 0;
-        let subnet = loop {
-            let taken = self.taken_subnets().await?;
-            let subnet = network::free_subnet(&taken, attempt).ok_or_else(|| {
-                DockerError::Unsupported(format!(
-                    "no free subnet left for a sandbox network in {}/{}",
-                    network::SUBNET_POOL.0,
-                    network::SUBNET_POOL.1
-                ))
-            })?;
-            let request = NetworkCreateRequest {
-                name: bridge.to_string(),
-                driver: Some("bridge".to_string()),
-                labels: Some(labels.clone()),
-                options: Some(HashMap::from([(
-                    "com.docker.network.bridge.name".to_string(),
-                    bridge.to_string(),
-                )])),
-                ipam: Some(Ipam {
-                    config: Some(vec![IpamConfig {
-                        subnet: Some(subnet.clone()),
-                        ..IpamConfig::default()
-                    }]),
-                    ..Ipam::default()
-                }),
-                ..NetworkCreateRequest::default()
-            };
-            match self.docker.create_network(request).await {
-                Ok(_) => break subnet,
-                Err(e) if attempt < 5 && e.to_string().contains("overlap") => attempt += 1,
-                Err(e) => return Err(e.into()),
-            }
-        };
-        let proxied = !config.egress.domains().is_empty();
-        if proxied
-            && let Err(e) =
-                egress_proxy::write_policy(bridge, &subnet, &config.egress, &config.egress_hosts)
-        {
-            self.remove_network(bridge).await;
-            return Err(e);
-        }
-        let isolation = network::Isolation {
-            egress: config.egress.clone(),
-            host_ports: config.host_ports.clone(),
-            proxy_port: proxied.then_some(egress_proxy::PROXY_PORT),
-        };
-        let bridge_name = bridge.to_string();
-        let installed =
-            tokio::task::spawn_blocking(move || network::install(&bridge_name, &isolation)).await;
-        match installed {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => {
-                self.remove_network(bridge).await;
-                Err(e.into())
-            }
-            Err(e) => {
-                self.remove_network(bridge).await;
-                Err(DockerError::Unsupported(format!(
-                    "installing the firewall rules failed: {e}"
-                )))
-            }
-        }
-    }
-
-    /// The IPv4 subnets of every network the engine has.
-    async fn taken_subnets(&self) -> Result<Vec<String>, DockerError> {
-        let networks = self
-            .docker
-            .list_networks(None::<bollard::query_parameters::ListNetworksOptions>)
-            .await?;
-        Ok(networks
-            .into_iter()
-            .filter_map(|n| n.ipam?.config)
-            .flatten()
-            .filter_map(|c| c.subnet)
-            .collect())
-    }
-
-    /// Removes a sandbox's network and its firewall rules (best effort, logged).
-    async fn remove_network(&self, bridge: &str) {
-        match self.docker.remove_network(bridge).await {
-            Ok(()) => {}
-            Err(e) if is_not_found(&e) => {}
-            Err(e) => tracing::warn!(%bridge, error = %e, "cannot remove a sandbox network"),
-        }
-        let bridge = bridge.to_string();
-        let _ = tokio::task::spawn_blocking(move || {
-            network::remove(&bridge);
-            egress_proxy::remove_policy(&bridge);
-        })
-        .await;
     }
 
     /// Best-effort removal on a failure path (the error being reported matters more).
@@ -941,91 +809,6 @@ fn exit_reason(
         Some(Err(e)) => format!("waiting for the container failed: {e}"),
         None => "the container stopped".to_string(),
     }
-}
-
-/// Where sandboxd answers: its socket, or the port published on loopback.
-pub(crate) fn url_of(inspect: &ContainerInspectResponse) -> Option<String> {
-    if let Some(dir) = label(inspect, labels::SOCKET_DIR) {
-        return Some(format!("unix:{dir}/{}", config::SOCKET_NAME));
-    }
-    let port = format!("{SANDBOXD_PORT}/tcp");
-    inspect
-        .network_settings
-        .as_ref()?
-        .ports
-        .as_ref()?
-        .get(&port)?
-        .as_ref()?
-        .first()?
-        .host_port
-        .as_deref()
-        .filter(|p| !p.is_empty())
-        .map(|p| format!("http://127.0.0.1:{p}"))
-}
-
-/// The published app ports of an inspected container (every published TCP port but
-/// sandboxd's): container port → host port.
-pub(crate) fn app_ports_of(inspect: &ContainerInspectResponse) -> BTreeMap<u16, u16> {
-    let Some(ports) = inspect
-        .network_settings
-        .as_ref()
-        .and_then(|n| n.ports.as_ref())
-    else {
-        return BTreeMap::new();
-    };
-    ports
-        .iter()
-        .filter_map(|(port, bindings)| {
-            let inside: u16 = port.strip_suffix("/tcp")?.parse().ok()?;
-            let outside: u16 = bindings
-                .as_ref()?
-                .first()?
-                .host_port
-                .as_deref()?
-                .parse()
-                .ok()?;
-            (inside != SANDBOXD_PORT).then_some((inside, outside))
-        })
-        .collect()
-}
-
-/// The engine's state of an inspected container.
-pub(crate) fn state_of(inspect: &ContainerInspectResponse) -> Option<ContainerStateStatusEnum> {
-    inspect.state.as_ref()?.status
-}
-
-/// The value of label `key` of an inspected container.
-pub(crate) fn label<'a>(inspect: &'a ContainerInspectResponse, key: &str) -> Option<&'a str> {
-    inspect
-        .config
-        .as_ref()?
-        .labels
-        .as_ref()?
-        .get(key)
-        .map(String::as_str)
-}
-
-fn is_managed(inspect: &ContainerInspectResponse) -> bool {
-    label(inspect, labels::MANAGED) == Some("true")
-}
-
-fn container_name(inspect: &ContainerInspectResponse) -> String {
-    inspect
-        .name
-        .as_deref()
-        .unwrap_or_default()
-        .trim_start_matches('/')
-        .to_string()
-}
-
-pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
-    matches!(
-        e,
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404,
-            ..
-        }
-    )
 }
 
 fn current_uid() -> u32 {

@@ -29,10 +29,11 @@
 
 use std::fmt;
 use std::net::Ipv4Addr;
-use std::process::Command;
 use std::str::FromStr;
 
 use sandbox_common::{DomainRule, split_port};
+
+use super::host_command;
 
 /// Our chain for packets from sandboxes to the host itself (hooked first into `INPUT`).
 const INPUT_CHAIN: &str = "SANDBOXD-INPUT";
@@ -430,17 +431,17 @@ pub(crate) fn rules(bridge: &str, isolation: &Isolation) -> Vec<Vec<String>> {
 
 /// Runs `iptables -w ARGS`.
 fn iptables(args: &[String]) -> Result<(), FirewallError> {
-    let out = Command::new("iptables")
-        .arg("-w")
-        .args(args)
-        .output()
+    let with_wait: Vec<&str> = std::iter::once("-w")
+        .chain(args.iter().map(String::as_str))
+        .collect();
+    let out = host_command::output("iptables", &with_wait)
         .map_err(|e| FirewallError::Unavailable(e.to_string()))?;
     if out.status.success() {
         Ok(())
     } else {
         Err(FirewallError::Refused {
             args: args.join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            stderr: out.stderr,
         })
     }
 }
@@ -521,10 +522,7 @@ fn rule_bridge(rule: &str) -> Option<&str> {
 /// The `-A CHAIN ...` lines of `iptables -t TABLE -S CHAIN` (none when the chain does not
 /// exist).
 fn listed_rules(table: &str, chain: &str) -> Vec<String> {
-    let Ok(out) = Command::new("iptables")
-        .args(["-w", "-t", table, "-S", chain])
-        .output()
-    else {
+    let Ok(out) = host_command::output("iptables", &["-w", "-t", table, "-S", chain]) else {
         return Vec::new();
     };
     String::from_utf8_lossy(&out.stdout)

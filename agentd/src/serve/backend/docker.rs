@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum};
 
-use super::{Backend, Found, SandboxContainer, SandboxState, Spec, Warm, port_of};
-use crate::runtime::docker::{
-    DockerError, DockerHost, Limits, SandboxConfig, app_ports_of, label, labels, state_of, url_of,
-};
+use super::{Backend, Found, SandboxState, ServedSandbox, Spec, Warm, port_of};
+use crate::runtime::docker::inspect::{app_ports_of, label, state_of, url_of};
+use crate::runtime::docker::{DockerError, DockerHost, Limits, SandboxConfig, labels};
 use crate::serve::{ServeConfig, ServeError};
 
 /// Sandboxes as containers of the local Docker engine.
@@ -75,7 +74,7 @@ impl Backend for DockerBackend {
         })?;
         Ok(Warm {
             runtime_id: spec.runtime_id.to_string(),
-            container: SandboxContainer {
+            container: ServedSandbox {
                 id: sandbox.id,
                 local_url: sandbox.url,
                 port,
@@ -131,19 +130,17 @@ pub(in crate::serve) fn state(state: Option<ContainerStateStatusEnum>) -> Sandbo
 pub(in crate::serve) fn found(inspect: &ContainerInspectResponse) -> Found {
     let local_url = url_of(inspect);
     let port = local_url.as_deref().and_then(port_of);
-    let container = local_url
-        .zip(port)
-        .map(|(local_url, port)| SandboxContainer {
-            id: inspect.id.clone().unwrap_or_default(),
-            local_url,
-            port,
-            app_ports: app_ports_of(inspect),
-            image: inspect
-                .config
-                .as_ref()
-                .and_then(|c| c.image.clone())
-                .unwrap_or_default(),
-        });
+    let container = local_url.zip(port).map(|(local_url, port)| ServedSandbox {
+        id: inspect.id.clone().unwrap_or_default(),
+        local_url,
+        port,
+        app_ports: app_ports_of(inspect),
+        image: inspect
+            .config
+            .as_ref()
+            .and_then(|c| c.image.clone())
+            .unwrap_or_default(),
+    });
     Found {
         runtime_id: label(inspect, labels::SERVE_RUNTIME_ID)
             .unwrap_or_default()

@@ -14,6 +14,7 @@ mod swarm;
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use client::{ClientError, SandboxClient};
 
 use super::store::Claim;
 use super::{ServeConfig, ServeError};
@@ -26,7 +27,7 @@ pub(super) use swarm::SwarmBackend;
 
 /// One of the service's sandboxes, as the service reaches it (waiting in a pool or claimed).
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct SandboxContainer {
+pub(super) struct ServedSandbox {
     /// The backend's id of it (a container id, a swarm service id).
     pub(super) id: String,
     /// sandboxd's URL from the service.
@@ -43,7 +44,7 @@ pub(super) struct SandboxContainer {
 #[derive(Debug, Clone)]
 pub(super) struct Warm {
     pub(super) runtime_id: String,
-    pub(super) container: SandboxContainer,
+    pub(super) container: ServedSandbox,
     /// The key its `POST /configure` wants.
     pub(super) configure_key: String,
 }
@@ -109,7 +110,7 @@ pub(super) struct Found {
     pub(super) id: String,
     pub(super) state: SandboxState,
     /// How to reach it; `None` when it has no reachable sandboxd (no published port).
-    pub(super) container: Option<SandboxContainer>,
+    pub(super) container: Option<ServedSandbox>,
     /// The key a waiting sandboxd takes its configuration with.
     pub(super) configure_key: Option<String>,
     /// The profile label it was made with.
@@ -236,6 +237,18 @@ pub(super) async fn connect(config: &ServeConfig) -> Result<Box<dyn Backend>, Se
 /// The port of `http://host:PORT`.
 pub(super) fn port_of(url: &str) -> Option<u16> {
     url.rsplit(':').next()?.trim_end_matches('/').parse().ok()
+}
+
+/// Whether a sandboxd at `url` answers HTTP at all, through `http`: any status (waiting for
+/// its configuration, it answers 503 to `/alive`), not a connection failure or a timeout.
+pub(super) async fn answers_http(http: &reqwest::Client, url: &str) -> bool {
+    let Ok(sandboxd) = SandboxClient::with_http_client(url, None, http.clone()) else {
+        return false;
+    };
+    matches!(
+        sandboxd.alive().await,
+        Ok(()) | Err(ClientError::Http { .. })
+    )
 }
 
 #[cfg(test)]

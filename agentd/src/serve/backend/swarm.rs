@@ -28,8 +28,9 @@ use bollard::query_parameters::{ListServicesOptionsBuilder, ListTasksOptionsBuil
 use sandbox_common::random_hex;
 
 use super::docker::serve_labels;
-use super::{Backend, Found, SandboxContainer, SandboxState, Spec, Warm};
+use super::{Backend, Found, SandboxState, ServedSandbox, Spec, Warm, answers_http};
 use crate::runtime::docker::config::SANDBOXD_PORT;
+use crate::runtime::docker::inspect::is_not_found;
 use crate::runtime::docker::{
     DockerError, Egress, Limits, Network, SandboxConfig, image, labels, user,
 };
@@ -194,8 +195,7 @@ impl SwarmBackend {
                     Some(TaskState::RUNNING) => {
                         let node = task.node_id.clone().unwrap_or_default();
                         let url = format!("http://{}:{port}", self.node_address(&node).await?);
-                        // Waiting for its configuration, sandboxd answers 503 to /alive.
-                        if http.get(format!("{url}/alive")).send().await.is_ok() {
+                        if answers_http(&http, &url).await {
                             return Ok(url);
                         }
                         last = "sandboxd does not answer yet".to_string();
@@ -446,16 +446,6 @@ fn task_state(task: &Task) -> Option<TaskState> {
     task.status.as_ref()?.state
 }
 
-fn is_not_found(e: &bollard::errors::Error) -> bool {
-    matches!(
-        e,
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404,
-            ..
-        }
-    )
-}
-
 /// A service's sandbox state from its newest task (and, for one on this node, whether its
 /// container is paused).
 fn state_of_task(task: Option<&Task>, paused: bool) -> SandboxState {
@@ -541,7 +531,7 @@ impl Backend for SwarmBackend {
         {
             Ok(local_url) => Ok(Warm {
                 runtime_id: spec.runtime_id.to_string(),
-                container: SandboxContainer {
+                container: ServedSandbox {
                     id,
                     local_url,
                     port,
@@ -702,7 +692,7 @@ impl Backend for SwarmBackend {
             let container =
                 address
                     .zip(published(&service, SANDBOXD_PORT))
-                    .map(|(address, port)| SandboxContainer {
+                    .map(|(address, port)| ServedSandbox {
                         id: id.clone(),
                         local_url: format!("http://{address}:{port}"),
                         port,

@@ -1,12 +1,12 @@
 //! Unit tests of `serve/pool.rs`.
 
 use super::*;
-use crate::serve::backend::SandboxContainer;
+use crate::serve::backend::ServedSandbox;
 
 fn warm(runtime_id: &str) -> Warm {
     Warm {
         runtime_id: runtime_id.to_string(),
-        container: SandboxContainer {
+        container: ServedSandbox {
             id: format!("c-{runtime_id}"),
             local_url: "http://127.0.0.1:1".to_string(),
             port: 1,

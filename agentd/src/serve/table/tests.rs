@@ -1,9 +1,11 @@
 //! Unit tests of `serve/table.rs`.
 
 use super::*;
+use crate::serve::auth::caller_of;
 
+/// The caller holding the key `name`.
 fn owner(name: &str) -> Caller {
-    Caller::from_stored(name.to_string())
+    caller_of(name)
 }
 
 fn entry(runtime_id: &str, session_id: &str, owner: &str, created_at: &str) -> Entry {
@@ -11,13 +13,13 @@ fn entry(runtime_id: &str, session_id: &str, owner: &str, created_at: &str) -> E
         claim: Claim {
             runtime_id: runtime_id.to_string(),
             session_id: session_id.to_string(),
-            owner: owner.to_string(),
+            owner: self::owner(owner).as_str().to_string(),
             image: "img".to_string(),
             session_api_key: format!("key-{runtime_id}"),
             created_at: created_at.to_string(),
             pending_configuration: None,
         },
-        container: SandboxContainer {
+        container: ServedSandbox {
             id: format!("c-{runtime_id}"),
             local_url: "http://127.0.0.1:1".to_string(),
             port: 1,

@@ -29,7 +29,7 @@ use kube::api::{
 use sandbox_common::random_hex;
 use tokio::time::Instant;
 
-use super::{Backend, Found, SandboxContainer, SandboxState, Spec, Warm};
+use super::{Backend, Found, SandboxState, ServedSandbox, Spec, Warm, answers_http};
 use crate::runtime::docker::config::SANDBOXD_PORT;
 use crate::runtime::docker::{Limits, Network, SandboxConfig, user};
 use crate::serve::store::Claim;
@@ -436,7 +436,7 @@ impl KubernetesBackend {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
-            if self.http.get(format!("{url}/alive")).send().await.is_ok() {
+            if answers_http(&self.http, url).await {
                 return true;
             }
         }
@@ -565,7 +565,7 @@ impl Backend for KubernetesBackend {
         match self.make(config, &spec, &sandbox, &key).await {
             Ok(local_url) => Ok(Warm {
                 runtime_id: spec.runtime_id.to_string(),
-                container: SandboxContainer {
+                container: ServedSandbox {
                     id: spec.runtime_id.to_string(),
                     local_url,
                     port: self.settings.sandboxd_port,

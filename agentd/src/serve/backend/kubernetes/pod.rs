@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::runtime::docker::SandboxConfig;
-use crate::serve::backend::{Found, SandboxContainer, SandboxState};
+use crate::serve::backend::{Found, SandboxState, ServedSandbox};
 use crate::serve::store::Claim;
 
 /// Label: the service a sandbox pod belongs to (its `--name`).
@@ -386,7 +386,7 @@ pub(super) fn found(pod: &Pod) -> Result<Found, serde_json::Error> {
         .filter(|ip| !ip.is_empty());
     let container = address
         .zip(sandboxd_port(pod))
-        .map(|(ip, port)| SandboxContainer {
+        .map(|(ip, port)| ServedSandbox {
             id: id.clone(),
             local_url: url(&ip, port),
             port,
