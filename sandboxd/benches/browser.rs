@@ -68,15 +68,7 @@ async fn main() {
         let (http, url) = (http.clone(), format!("{}/execute_action", daemon.url));
         async move {
             let started = Instant::now();
-            let obs: Value = http
-                .post(url)
-                .json(&json!({ "action": action }))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let obs = testkit::json_answer(http.post(url).json(&json!({ "action": action }))).await;
             assert_eq!(obs["observation"], "browse", "{obs}");
             assert_eq!(obs["extras"]["error"], false, "{obs}");
             (started.elapsed(), obs)

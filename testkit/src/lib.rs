@@ -1,10 +1,12 @@
 //! Test helpers shared by the workspace's tests: [`Daemon`], a server process a test starts
 //! (see [`daemon`]), where agentd's tests find sandboxd and the base image ([`binaries`]), real
 //! MCP peers on the official Python SDK ([`python_mcp`]), a headless Chromium driven over
-//! DevTools for web pages ([`chromium`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
-//! HTTP server on `127.0.0.1:0` that speaks OpenAI's `POST /v1/chat/completions` (also
-//! `/chat/completions`), answers each request with the next scripted [`Reply`] (or asks a
-//! closure), and records every request so tests can assert on what the client sent.
+//! DevTools for web pages ([`chromium`]), a request sent and its answer read in one call
+//! ([`http`]: [`json_answer`], [`status_and_json`]...), and [`FakeLlm`], which fakes an LLM at
+//! the wire: a real HTTP server on `127.0.0.1:0` that speaks OpenAI's
+//! `POST /v1/chat/completions` (also `/chat/completions`), answers each request with the next
+//! scripted [`Reply`] (or asks a closure), and records every request so tests can assert on
+//! what the client sent.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -34,6 +36,7 @@ pub mod connections;
 pub mod daemon;
 pub mod files;
 pub mod fuzz;
+pub mod http;
 pub mod python_mcp;
 
 pub use binaries::{base_image, sandboxd_binary};
@@ -41,6 +44,7 @@ pub use chromium::Chromium;
 pub use connections::{assert_closed, hold_connections};
 pub use daemon::Daemon;
 pub use files::{read_json, sorted_paths};
+pub use http::{json_answer, status_and_json, status_and_text, text_answer};
 pub use python_mcp::{
     McpClient, McpTransport, http_server, mcp_python, result_text, stdio_server, wheelhouse,
 };

@@ -72,13 +72,7 @@ impl Server {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        testkit::status_and_json(request).await
     }
 
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
@@ -649,25 +643,9 @@ async fn requests_that_cannot_work_are_refused_precisely() {
         .await;
     assert_eq!(got, 400);
     // The description is served, and the page too, without a key.
-    let doc: Value = server
-        .http
-        .get(format!("{}/openapi.json", server.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = testkit::json_answer(server.http.get(format!("{}/openapi.json", server.url))).await;
     assert_eq!(doc["openapi"], "3.1.0");
-    let page = server
-        .http
-        .get(&server.url)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = testkit::text_answer(server.http.get(&server.url)).await;
     assert!(page.contains("agentd conversations"));
     // Every described route is served (deletion last).
     let mut routes: Vec<(String, String)> = Vec::new();

@@ -29,21 +29,15 @@ async fn a_retried_request_with_the_same_key_runs_its_command_once() {
             .header("Idempotency-Key", "job-1")
             .timeout(timeout)
             .json(&body)
-            .send()
     };
     // The first client gives up while the command runs; the command goes on.
-    let first = send(Duration::from_millis(300)).await;
+    let first = send(Duration::from_millis(300)).send().await;
     assert!(first.is_err(), "{first:?}");
-    let retry = send(Duration::from_secs(30)).await.unwrap();
+    let retry = send(Duration::from_secs(30)).send().await.unwrap();
     assert_eq!(retry.status(), 200);
     let obs: serde_json::Value = retry.json().await.unwrap();
     assert_output(&obs, "done");
-    let again: serde_json::Value = send(Duration::from_secs(30))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let again = testkit::json_answer(send(Duration::from_secs(30))).await;
     assert_eq!(again, obs, "a finished key replays its answer");
     assert_eq!(std::fs::read_to_string(&counter).unwrap(), "ran\n");
 
@@ -64,16 +58,12 @@ async fn a_retried_request_with_the_same_key_runs_its_command_once() {
         .unwrap();
     assert_eq!(run.observation.content, "other");
     // A bad key is one clear 400.
-    let (status, body) = {
-        let resp = sb
-            .request(reqwest::Method::POST, "/execute_action")
+    let (status, body) = testkit::status_and_text(
+        sb.request(reqwest::Method::POST, "/execute_action")
             .header("Idempotency-Key", "x".repeat(300))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        (resp.status().as_u16(), resp.text().await.unwrap())
-    };
+            .json(&body),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("Idempotency-Key"), "{body}");
 }
