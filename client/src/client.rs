@@ -256,21 +256,22 @@ impl SandboxClient {
         endpoint: &'static str,
     ) -> Result<T, ClientError> {
         let path = endpoint.trim_start_matches('/');
-        let request = self.build(self.request(method, path)?.timeout(SERVER_INFO_TIMEOUT))?;
-        let body = self.send(request, endpoint).await?;
-        decode(body, endpoint)
+        self.fetch(
+            self.request(method, path)?.timeout(SERVER_INFO_TIMEOUT),
+            endpoint,
+        )
+        .await
     }
 
     /// `POST /configure` to a sandboxd started with `--await-configuration` (this client's key
     /// being its configuration key): it answers, then re-executes itself with `request`'s
     /// arguments and environment, and is reachable again (at the same address) once it listens.
     pub async fn configure(&self, request: &ConfigureRequest) -> Result<(), ClientError> {
-        let request = self.build(
-            self.request(Method::POST, "configure")?
-                .json(request)
-                .timeout(SERVER_INFO_TIMEOUT),
-        )?;
-        self.send(request, "/configure").await.map(drop)
+        let builder = self
+            .request(Method::POST, "configure")?
+            .json(request)
+            .timeout(SERVER_INFO_TIMEOUT);
+        self.fetch_ok(builder, "/configure").await
     }
 
     /// Polls `GET /alive` until it succeeds or `deadline` has passed.
@@ -411,13 +412,11 @@ impl SandboxClient {
         &self,
         servers: &[McpStdioServer],
     ) -> Result<UpdateMcpServerResponse, ClientError> {
-        let request = self.build(
-            self.request(Method::POST, "update_mcp_server")?
-                .json(servers)
-                .timeout(UPDATE_MCP_SERVER_TIMEOUT),
-        )?;
-        let body = self.send(request, "/update_mcp_server").await?;
-        decode(body, "/update_mcp_server")
+        let builder = self
+            .request(Method::POST, "update_mcp_server")?
+            .json(servers)
+            .timeout(UPDATE_MCP_SERVER_TIMEOUT);
+        self.fetch(builder, "/update_mcp_server").await
     }
 
     /// The HTTP client requests go through (it reaches a Unix socket sandbox too), for a
@@ -602,6 +601,28 @@ impl SandboxClient {
             reason: crate::error::root_cause(&err),
             source: err,
         }
+    }
+
+    /// Builds and sends `builder`; the JSON body of a 2xx answer decoded as `T`, else the
+    /// decoded error.
+    async fn fetch<T: DeserializeOwned>(
+        &self,
+        builder: reqwest::RequestBuilder,
+        endpoint: &'static str,
+    ) -> Result<T, ClientError> {
+        let request = self.build(builder)?;
+        decode(self.send(request, endpoint).await?, endpoint)
+    }
+
+    /// Builds and sends `builder`; `Ok` on a 2xx answer (its body unread), else the decoded
+    /// error.
+    async fn fetch_ok(
+        &self,
+        builder: reqwest::RequestBuilder,
+        endpoint: &'static str,
+    ) -> Result<(), ClientError> {
+        let request = self.build(builder)?;
+        self.send(request, endpoint).await.map(drop)
     }
 
     /// Sends `request`; returns the body of a 2xx answer, else the decoded error.
