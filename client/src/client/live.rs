@@ -200,17 +200,12 @@ impl SandboxClient {
         &self,
         request: &CreateShellRequest,
     ) -> Result<ShellInfo, ClientError> {
-        let builder = self
-            .request(Method::POST, "shells")?
-            .json(request)
-            .timeout(SHELL_TIMEOUT);
-        self.fetch(builder, "/shells").await
+        self.post("/shells", request, SHELL_TIMEOUT).await
     }
 
     /// `GET /shells`: every shell, the default one first.
     pub async fn shells(&self) -> Result<Vec<ShellInfo>, ClientError> {
-        let builder = self.request(Method::GET, "shells")?.timeout(SHELL_TIMEOUT);
-        self.fetch(builder, "/shells").await
+        self.call(Method::GET, "/shells", SHELL_TIMEOUT).await
     }
 
     /// `DELETE /shells/{id}`: closes a named shell and kills what runs in it.
@@ -223,10 +218,7 @@ impl SandboxClient {
     /// `GET /processes`: the sandbox's processes (its shells and kernel, marked `sandbox`,
     /// and everything the agent started).
     pub async fn processes(&self) -> Result<Vec<ProcessInfo>, ClientError> {
-        let builder = self
-            .request(Method::GET, "processes")?
-            .timeout(SHELL_TIMEOUT);
-        self.fetch(builder, "/processes").await
+        self.call(Method::GET, "/processes", SHELL_TIMEOUT).await
     }
 
     /// `POST /processes/{pid}/signal`: sends `signal` to one of the sandbox's processes, and

@@ -110,19 +110,12 @@ impl SandboxClient {
         &self,
         request: &CreateTerminalRequest,
     ) -> Result<TerminalInfo, ClientError> {
-        let builder = self
-            .request(Method::POST, "terminals")?
-            .json(request)
-            .timeout(SHELL_TIMEOUT);
-        self.fetch(builder, "/terminals").await
+        self.post("/terminals", request, SHELL_TIMEOUT).await
     }
 
     /// `GET /terminals`.
     pub async fn terminals(&self) -> Result<Vec<TerminalInfo>, ClientError> {
-        let builder = self
-            .request(Method::GET, "terminals")?
-            .timeout(SHELL_TIMEOUT);
-        self.fetch(builder, "/terminals").await
+        self.call(Method::GET, "/terminals", SHELL_TIMEOUT).await
     }
 
     /// `DELETE /terminals/{id}`: kills what runs on it.
