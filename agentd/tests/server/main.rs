@@ -81,13 +81,24 @@ impl Server {
     }
 
     async fn get(&self, path: &str) -> (u16, Value) {
-        self.call(reqwest::Method::GET, path, KEY, None).await
+        self.get_as(path, KEY).await
+    }
+
+    async fn get_as(&self, path: &str, key: &str) -> (u16, Value) {
+        self.call(reqwest::Method::GET, path, key, None).await
+    }
+
+    async fn delete(&self, path: &str) -> (u16, Value) {
+        self.call(reqwest::Method::DELETE, path, KEY, None).await
     }
 
     async fn create(&self, task: &str) -> ConversationInfo {
-        let (status, body) = self
-            .post("/api/conversations", json!({ "task": task }))
-            .await;
+        self.create_with(json!({ "task": task })).await
+    }
+
+    /// A conversation created with `body`, which must be accepted.
+    async fn create_with(&self, body: Value) -> ConversationInfo {
+        let (status, body) = self.post("/api/conversations", body).await;
         assert_eq!(status, 201, "{body}");
         serde_json::from_value(body).unwrap()
     }
@@ -317,17 +328,10 @@ async fn a_conversation_talks_with_its_user_live_and_everything_is_kept() {
 
     // Only its owner sees it; a caller without a key sees nothing.
     let (status, _) = server
-        .call(
-            reqwest::Method::GET,
-            &format!("/api/conversations/{id}"),
-            OTHER_KEY,
-            None,
-        )
+        .get_as(&format!("/api/conversations/{id}"), OTHER_KEY)
         .await;
     assert_eq!(status, 404);
-    let (status, list) = server
-        .call(reqwest::Method::GET, "/api/conversations", OTHER_KEY, None)
-        .await;
+    let (status, list) = server.get_as("/api/conversations", OTHER_KEY).await;
     assert_eq!(
         (status, list["results"].as_array().unwrap().len()),
         (200, 0)
@@ -342,14 +346,7 @@ async fn a_conversation_talks_with_its_user_live_and_everything_is_kept() {
     assert_eq!(status, 401);
 
     // Deleting it ends it and removes it.
-    let (status, _) = server
-        .call(
-            reqwest::Method::DELETE,
-            &format!("/api/conversations/{id}"),
-            KEY,
-            None,
-        )
-        .await;
+    let (status, _) = server.delete(&format!("/api/conversations/{id}")).await;
     assert_eq!(status, 204);
     assert_eq!(server.get(&format!("/api/conversations/{id}")).await.0, 404);
     assert!(!data.path().join(format!("conversations/{id}")).exists());
@@ -685,15 +682,11 @@ async fn risky_actions_wait_for_the_user_who_confirms_one_and_rejects_another() 
     .await;
     let data = tempfile::tempdir().unwrap();
     let server = start(data.path(), &fake, &[]);
-    let (status, body) = server
-        .post(
-            "/api/conversations",
-            json!({"task": "Run two commands.", "confirmation_mode": true}),
-        )
+    let created = server
+        .create_with(json!({"task": "Run two commands.", "confirmation_mode": true}))
         .await;
-    assert_eq!(status, 201, "{body}");
-    let id = body["conversation_id"].as_str().unwrap().to_string();
-    assert_eq!(body["confirmation_mode"], true);
+    let id = created.conversation_id;
+    assert!(created.confirmation_mode);
     let mut socket = server.socket(&id, -1).await;
     let mut seen = Vec::new();
 
@@ -757,14 +750,10 @@ async fn a_docker_conversation_works_in_its_own_container_on_its_workspace() {
     let config = data.path().join("agentd.toml");
     std::fs::write(&config, "[docker]\ndisk = \"none\"\n").unwrap();
     let server = start(data.path(), &fake, &["--config", config.to_str().unwrap()]);
-    let (status, body) = server
-        .post(
-            "/api/conversations",
-            json!({"task": "Make a file.", "runtime": "docker"}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let id = body["conversation_id"].as_str().unwrap().to_string();
+    let id = server
+        .create_with(json!({"task": "Make a file.", "runtime": "docker"}))
+        .await
+        .conversation_id;
     let done = wait_for(&server, &id, |c| {
         c.agent_state == "finished" || c.status == protocol::conversation::ConversationStatus::Error
     })
