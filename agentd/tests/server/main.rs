@@ -222,15 +222,25 @@ fn talkative_agent() -> Vec<Reply> {
     ]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conversation_talks_with_its_user_live_and_everything_is_kept() {
+/// The task the talkative agent's conversations are created with (its title).
+const TALKATIVE_TASK: &str = "Say hello, then write a file I name.";
+
+/// A server started with `extra` arguments, on a data directory of its own, whose agents talk
+/// with the talkative agent's fake model (both live as long as the caller keeps them).
+async fn talkative_server(extra: &[&str]) -> (FakeLlm, tempfile::TempDir, Server) {
     let fake = FakeLlm::start(talkative_agent()).await;
     let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &[]);
+    let server = start(data.path(), &fake, extra);
+    (fake, data, server)
+}
 
-    let created = server.create("Say hello, then write a file I name.").await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_talks_with_its_user_live_and_everything_is_kept() {
+    let (_fake, data, server) = talkative_server(&[]).await;
+
+    let created = server.create(TALKATIVE_TASK).await;
     let id = created.conversation_id.clone();
-    assert_eq!(created.title, "Say hello, then write a file I name.");
+    assert_eq!(created.title, TALKATIVE_TASK);
     assert!(
         matches!(
             created.status,
@@ -473,13 +483,8 @@ async fn wait_for(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_conversation_releases_its_sandbox_and_comes_back_on_a_message() {
-    let fake = FakeLlm::start(talkative_agent()).await;
-    let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &["--idle-release", "0.3"]);
-    let id = server
-        .create("Say hello, then write a file I name.")
-        .await
-        .conversation_id;
+    let (_fake, data, server) = talkative_server(&["--idle-release", "0.3"]).await;
+    let id = server.create(TALKATIVE_TASK).await.conversation_id;
     let released = wait_for(&server, &id, |c| {
         c.agent_state == "awaiting_user_input"
             && c.status == protocol::conversation::ConversationStatus::Stopped
@@ -498,13 +503,8 @@ async fn an_idle_conversation_releases_its_sandbox_and_comes_back_on_a_message()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_live_stream_over_sse_starts_at_its_cursor() {
-    let fake = FakeLlm::start(talkative_agent()).await;
-    let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &[]);
-    let id = server
-        .create("Say hello, then write a file I name.")
-        .await
-        .conversation_id;
+    let (_fake, _data, server) = talkative_server(&[]).await;
+    let id = server.create(TALKATIVE_TASK).await.conversation_id;
     wait_for(&server, &id, |c| c.agent_state == "awaiting_user_input").await;
     let stored = server.all_events(&id).await;
     let response = server
@@ -551,9 +551,7 @@ async fn the_live_stream_over_sse_starts_at_its_cursor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_that_cannot_work_are_refused_precisely() {
-    let fake = FakeLlm::start(talkative_agent()).await;
-    let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &["--max-iterations", "50"]);
+    let (_fake, _data, server) = talkative_server(&["--max-iterations", "50"]).await;
     let refused = [
         (json!({"task": "x", "colour": "red"}), 422, "unknown field"),
         (json!({"task": "   "}), 400, "needs a task"),
@@ -601,10 +599,7 @@ async fn requests_that_cannot_work_are_refused_precisely() {
         server.get("/api/conversations").await.1["results"],
         json!([])
     );
-    let id = server
-        .create("Say hello, then write a file I name.")
-        .await
-        .conversation_id;
+    let id = server.create(TALKATIVE_TASK).await.conversation_id;
     wait_for(&server, &id, |c| c.agent_state == "awaiting_user_input").await;
     for (path, status, says) in [
         (
@@ -784,13 +779,8 @@ async fn a_docker_conversation_works_in_its_own_container_on_its_workspace() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_more_conversations_hold_a_sandbox_than_the_server_allows() {
-    let fake = FakeLlm::start(talkative_agent()).await;
-    let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &["--max-running", "1"]);
-    let first = server
-        .create("Say hello, then write a file I name.")
-        .await
-        .conversation_id;
+    let (_fake, _data, server) = talkative_server(&["--max-running", "1"]).await;
+    let first = server.create(TALKATIVE_TASK).await.conversation_id;
     wait_for(&server, &first, |c| c.agent_state == "awaiting_user_input").await;
     let (status, body) = server
         .post("/api/conversations", json!({"task": "Another."}))
