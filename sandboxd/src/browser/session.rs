@@ -237,11 +237,7 @@ impl Session {
                 json!({"targetId": target, "flatten": true}),
             )
             .await?;
-        let session = answer
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let session = text_at(&answer, "sessionId");
         self.cdp
             .call(Some(&session), "Page.enable", json!({}))
             .await?;
@@ -268,11 +264,7 @@ impl Session {
             .cdp
             .call(None, "Target.createTarget", json!({"url": "about:blank"}))
             .await?;
-        let target = answer
-            .get("targetId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let target = text_at(&answer, "targetId");
         self.attach(&target).await
     }
 
@@ -547,11 +539,7 @@ impl Session {
                 json!({"format": "png", "optimizeForSpeed": true}),
             )
             .await?;
-        Ok(answer
-            .get("data")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned())
+        Ok(text_at(&answer, "data"))
     }
 
     /// The screenshot with the bids of `bids` drawn over their elements.
@@ -692,6 +680,15 @@ fn snapshot_elements(snapshot: &Value) -> Vec<SnapshotElement> {
         }
     }
     out
+}
+
+/// The text at `key` of a DevTools answer, empty when there is none.
+fn text_at(answer: &Value, key: &str) -> String {
+    answer
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The value of a `Runtime.evaluate` or `callFunctionOn` answer, or the page's exception.
