@@ -34,6 +34,11 @@ async fn serving() -> (Sandbox, String) {
     (sb, format!("http://127.0.0.1:{}", port.trim()))
 }
 
+async fn browse(sb: &Sandbox, url: &str) -> Value {
+    sb.act(json!({"action": "browse", "args": {"url": url}}))
+        .await
+}
+
 async fn interact(sb: &Sandbox, actions: &str) -> Value {
     sb.act(json!({"action": "browse_interactive", "args": {"browser_actions": actions}}))
         .await
@@ -78,9 +83,7 @@ fn assert_png(data_url: &Value) -> (u32, u32) {
 #[tokio::test(flavor = "multi_thread")]
 async fn browse_answers_the_page_as_markdown() {
     let (sb, base) = serving().await;
-    let obs = sb
-        .act(json!({"action": "browse", "args": {"url": format!("{base}/index.html")}}))
-        .await;
+    let obs = browse(&sb, &format!("{base}/index.html")).await;
     assert_eq!(obs["observation"], "browse", "{obs}");
     let url = format!("{base}/index.html");
     assert_eq!(
@@ -323,9 +326,7 @@ fn chromium_of(sandboxd: u32) -> Option<u32> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_browser_that_crashed_is_started_again() {
     let (sb, base) = serving().await;
-    let obs = sb
-        .act(json!({"action": "browse", "args": {"url": format!("{base}/second.html")}}))
-        .await;
+    let obs = browse(&sb, &format!("{base}/second.html")).await;
     assert_eq!(obs["extras"]["error"], false, "{obs}");
     let chromium = chromium_of(sb.pid()).expect("a running browser");
     let killed = nix::sys::signal::kill(
@@ -337,9 +338,7 @@ async fn a_browser_that_crashed_is_started_again() {
         !Path::new(&format!("/proc/{chromium}")).exists() || chromium_of(sb.pid()) != Some(chromium)
     })
     .await;
-    let obs = sb
-        .act(json!({"action": "browse", "args": {"url": format!("{base}/index.html")}}))
-        .await;
+    let obs = browse(&sb, &format!("{base}/index.html")).await;
     assert_eq!(obs["observation"], "browse", "{obs}");
     assert!(content(&obs).contains("# Hello form"), "{}", content(&obs));
     let again = chromium_of(sb.pid()).expect("a new browser");
