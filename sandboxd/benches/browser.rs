@@ -20,7 +20,8 @@ use serde_json::{Value, json};
 )]
 mod common;
 
-use common::{percentile, print_heading, print_quantiles, start};
+use common::{print_heading, print_quantiles, start};
+use testkit::bench::p50_p99;
 
 const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/site");
 const RUNS: usize = 30;
@@ -96,20 +97,13 @@ async fn main() {
         clicks.push(act(click.clone()).await.0);
     }
     print_heading("sandboxd browser", &format!(", {RUNS} runs each"), 34);
-    print_quantiles(
-        34,
-        "browse (local page, Markdown)",
-        percentile(&mut browses, 0.5),
-        percentile(&mut browses, 0.99),
-        "",
-    );
-    print_quantiles(
-        34,
-        "click (tree, screenshot, marks)",
-        percentile(&mut clicks, 0.5),
-        percentile(&mut clicks, 0.99),
-        "",
-    );
+    for (name, samples) in [
+        ("browse (local page, Markdown)", &mut browses),
+        ("click (tree, screenshot, marks)", &mut clicks),
+    ] {
+        let (p50, p99) = p50_p99(samples);
+        print_quantiles(34, name, p50, p99, "");
+    }
     println!(
         "first browse, Chromium started: {:.0} ms",
         cold.as_secs_f64() * 1000.0

@@ -2,7 +2,8 @@
 //! (see [`daemon`]), where agentd's tests find sandboxd and the base image ([`binaries`]), real
 //! MCP peers on the official Python SDK ([`python_mcp`]), a headless Chromium driven over
 //! DevTools for web pages ([`chromium`]), a request sent and its answer read in one call
-//! ([`http`]: [`json_answer`], [`status_and_json`]...), and [`FakeLlm`], which fakes an LLM at
+//! ([`http`]: [`json_answer`], [`status_and_json`]...), the benchmarks' statistics ([`bench`]),
+//! and [`FakeLlm`], which fakes an LLM at
 //! the wire: a real HTTP server on `127.0.0.1:0` that speaks OpenAI's
 //! `POST /v1/chat/completions` (also `/chat/completions`), answers each request with the next
 //! scripted [`Reply`] (or asks a closure), and records every request so tests can assert on
@@ -30,6 +31,7 @@
 //! When the script is exhausted and there is no responder, the server answers 500 with a body
 //! that says so, so a test that makes one call too many fails loudly.
 
+pub mod bench;
 pub mod binaries;
 pub mod chromium;
 pub mod connections;
