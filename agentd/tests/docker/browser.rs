@@ -8,7 +8,7 @@ use agentd::docker::{DockerHost, ensure_sandbox_image};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
-use crate::common::{Running, config, sandboxd_binary};
+use crate::common::{Running, sandboxd_binary};
 
 const SITE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -58,7 +58,7 @@ fn bid(obs: &Value, what: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_container_sandbox_browses_pages_it_serves() {
     let image = browser_image().await;
-    let sandbox = Running::up(&config(|c| c.image = image).await).await;
+    let sandbox = Running::with(|c| c.image = image).await;
     let site = tempfile::tempdir().unwrap();
     let dir = site.path().join("site");
     std::fs::create_dir(&dir).unwrap();
