@@ -6,10 +6,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{Value, json};
+use testkit::bid_of;
 
 use crate::common::{Options, Sandbox, content, eventually};
-
-const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/site");
 
 /// A sandbox with the browser on, serving the test site from its workspace; its base URL.
 async fn serving() -> (Sandbox, String) {
@@ -18,9 +17,7 @@ async fn serving() -> (Sandbox, String) {
         ..Options::default()
     })
     .await;
-    for file in ["index.html", "second.html", "serve.py"] {
-        std::fs::copy(Path::new(SITE).join(file), sb.ws.join(file)).unwrap();
-    }
+    testkit::copy_site(&sb.ws);
     let obs = sb
         .run(&format!(
             "cd {} && (python3 serve.py &) ; echo started",
@@ -54,16 +51,6 @@ fn tree(obs: &Value) -> &str {
     &rest[..rest
         .find("\n============== END accessibility tree")
         .unwrap()]
-}
-
-/// The bid of the line of `tree` that contains `what`.
-fn bid(tree: &str, what: &str) -> String {
-    let line = tree
-        .lines()
-        .find(|l| l.contains(what))
-        .unwrap_or_else(|| panic!("no {what} in\n{tree}"));
-    let line = line.trim_start();
-    line[1..line.find(']').unwrap()].to_owned()
 }
 
 fn assert_png(data_url: &Value) -> (u32, u32) {
@@ -170,10 +157,10 @@ async fn a_form_is_filled_and_sent_a_link_followed_and_history_walked() {
     ];
     assert_eq!(page, expected.join("\n").replace("BASE", &base));
     let (name, color, send, link) = (
-        bid(&page, "textbox 'Name'"),
-        bid(&page, "combobox"),
-        bid(&page, "button 'Send'"),
-        bid(&page, "link 'link to the second page'"),
+        bid_of(&page, "textbox 'Name'"),
+        bid_of(&page, "combobox"),
+        bid_of(&page, "button 'Send'"),
+        bid_of(&page, "link 'link to the second page'"),
     );
     assert_eq!(assert_png(&obs["extras"]["set_of_marks"]), (1280, 720));
 
@@ -194,7 +181,7 @@ async fn a_form_is_filled_and_sent_a_link_followed_and_history_walked() {
         filled.contains(&format!("[{color}] combobox '' value='Green'")),
         "{filled}"
     );
-    assert_eq!(bid(filled, "button 'Send'"), send);
+    assert_eq!(bid_of(filled, "button 'Send'"), send);
 
     // Send: the form's GET lands on the second page.
     let obs = interact(&sb, &format!("click('{send}')")).await;
