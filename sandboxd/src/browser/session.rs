@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use super::cdp::{Cdp, CdpError, Event};
+use super::cdp::{Cdp, CdpError, Event, items, text_at};
 use super::scripts;
 use super::{BrowserConfig, Viewport};
 use crate::child::{self, ChildSpec, Group};
@@ -212,11 +212,7 @@ impl Session {
 
     async fn page_targets(&self) -> Result<Vec<(String, String)>, CdpError> {
         let answer = self.cdp.call(None, "Target.getTargets", json!({})).await?;
-        Ok(answer
-            .get("targetInfos")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+        Ok(items(&answer, "targetInfos")
             .filter(|t| t.get("type").and_then(Value::as_str) == Some("page"))
             .filter_map(|t| {
                 Some((
@@ -618,11 +614,7 @@ struct SnapshotElement {
 
 /// The elements with bids in a `DOMSnapshot.captureSnapshot` answer (every document).
 fn snapshot_elements(snapshot: &Value) -> Vec<SnapshotElement> {
-    let strings: Vec<&str> = snapshot
-        .get("strings")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let strings: Vec<&str> = items(snapshot, "strings")
         .map(|s| s.as_str().unwrap_or_default())
         .collect();
     let string = |v: &Value| {
@@ -631,12 +623,7 @@ fn snapshot_elements(snapshot: &Value) -> Vec<SnapshotElement> {
             .copied()
     };
     let mut out = Vec::new();
-    for doc in snapshot
-        .get("documents")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for doc in items(snapshot, "documents") {
         let nodes = &doc["nodes"];
         let backend = nodes["backendNodeId"].as_array();
         let attributes = nodes["attributes"].as_array();
@@ -680,15 +667,6 @@ fn snapshot_elements(snapshot: &Value) -> Vec<SnapshotElement> {
         }
     }
     out
-}
-
-/// The text at `key` of a DevTools answer, empty when there is none.
-fn text_at(answer: &Value, key: &str) -> String {
-    answer
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// The value of a `Runtime.evaluate` or `callFunctionOn` answer, or the page's exception.
