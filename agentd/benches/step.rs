@@ -64,24 +64,14 @@ async fn agentd_step(history: usize) -> Duration {
             }
         }
     };
-    let spec = RunSpec {
-        session_id: "bench".to_string(),
-        sessions_dir: sessions,
-        task: Some("run true".to_string()),
-        resume: false,
-        agent: Box::new(ScriptedAgent::new((0..STEPS).map(run_true))),
-        runtime: runtime_config(dir.path()),
-        max_iterations: 10 * STEPS as u32,
-        max_budget: None,
-        stop_on_signals: false,
-        mcp: Default::default(),
-        workspace: Default::default(),
-        security: Default::default(),
-        interactive: false,
-        user_actions: None,
-        delegates: None,
-        llms: None,
-    };
+    let spec = RunSpec::new(
+        "bench",
+        sessions,
+        "run true",
+        Box::new(ScriptedAgent::new((0..STEPS).map(run_true))),
+        runtime_config(dir.path()),
+        10 * STEPS as u32,
+    );
     let outcome = run_session(spec, on_event).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);
     let (first, finish) = *marks.lock().unwrap();

@@ -99,6 +99,39 @@ pub struct RunSpec {
     pub user_actions: Option<mpsc::UnboundedReceiver<Action>>,
 }
 
+impl RunSpec {
+    /// A new headless run of `task` by `agent` in a sandbox from `runtime`, limited to
+    /// `max_iterations`, with nothing else: no budget, no MCP servers, the default workspace and
+    /// security settings, no delegation, no user after the task, signals left to the caller.
+    pub fn new(
+        session_id: impl Into<String>,
+        sessions_dir: impl Into<PathBuf>,
+        task: impl Into<String>,
+        agent: Box<dyn Agent>,
+        runtime: RuntimeConfig,
+        max_iterations: u32,
+    ) -> RunSpec {
+        RunSpec {
+            session_id: session_id.into(),
+            sessions_dir: sessions_dir.into(),
+            task: Some(task.into()),
+            resume: false,
+            agent,
+            runtime,
+            max_iterations,
+            max_budget: None,
+            stop_on_signals: false,
+            mcp: McpSettings::default(),
+            workspace: WorkspaceSpec::default(),
+            security: SecurityConfig::default(),
+            interactive: false,
+            llms: None,
+            delegates: None,
+            user_actions: None,
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug)]
 pub struct Outcome {

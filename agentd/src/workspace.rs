@@ -508,10 +508,11 @@ async fn set_up_repository(
     })
 }
 
-/// Whether the file at `path` in the sandbox can be read (the reference's test for the setup
-/// and pre-commit scripts).
-async fn readable(runtime: &Runtime, path: &str) -> bool {
-    matches!(microagents::read(runtime, path).await, Ok(Some(_)))
+/// The path of the script `name` of the workspace at `root`, when the sandbox can read it (the
+/// reference's test for the setup and pre-commit scripts).
+async fn readable_script(runtime: &Runtime, root: &str, name: &str) -> Option<String> {
+    let path = microagents::join(root, name);
+    matches!(microagents::read(runtime, &path).await, Ok(Some(_))).then_some(path)
 }
 
 /// Sources `.openhands/setup.sh` of `root` once, recorded as a hidden `run` from the
@@ -521,10 +522,9 @@ async fn run_setup_script(
     stream: &EventStream,
     root: &str,
 ) -> Result<(), WorkspaceError> {
-    let path = microagents::join(root, SETUP_SCRIPT);
-    if !readable(runtime, &path).await {
+    let Some(path) = readable_script(runtime, root, SETUP_SCRIPT).await else {
         return Ok(());
-    }
+    };
     tracing::info!(script = %path, "running the workspace's setup script");
     let line = format!(
         "cd {} && chmod +x {SETUP_SCRIPT} && source {SETUP_SCRIPT}",
@@ -554,10 +554,9 @@ async fn install_pre_commit_hook(
     root: &str,
     mask: &SecretMask,
 ) -> Result<(), WorkspaceError> {
-    let script = microagents::join(root, PRE_COMMIT_SCRIPT);
-    if !readable(runtime, &script).await {
+    let Some(script) = readable_script(runtime, root, PRE_COMMIT_SCRIPT).await else {
         return Ok(());
-    }
+    };
     let is_repository = runtime
         .client()
         .list_files(Some(root))

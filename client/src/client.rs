@@ -238,39 +238,27 @@ impl SandboxClient {
 
     /// `GET /server_info`: uptime, idle time and resource use.
     pub async fn server_info(&self) -> Result<ServerInfo, ClientError> {
-        self.quick_call(Method::GET, "/server_info").await
+        self.call(Method::GET, "/server_info", SERVER_INFO_TIMEOUT)
+            .await
     }
 
     /// `POST /processes/kill_all`: kills every process the agent started except the shells and
     /// the IPython kernel (background jobs, servers, a fork bomb); returns how many.
     pub async fn kill_all_processes(&self) -> Result<usize, ClientError> {
-        self.quick_call::<KillAllResponse>(Method::POST, "/processes/kill_all")
+        self.call::<KillAllResponse>(Method::POST, "/processes/kill_all", SERVER_INFO_TIMEOUT)
             .await
             .map(|r| r.killed)
-    }
-
-    /// `method endpoint` without a body, within [`SERVER_INFO_TIMEOUT`], its JSON answer decoded.
-    async fn quick_call<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        endpoint: &'static str,
-    ) -> Result<T, ClientError> {
-        let path = endpoint.trim_start_matches('/');
-        let request = self.build(self.request(method, path)?.timeout(SERVER_INFO_TIMEOUT))?;
-        let body = self.send(request, endpoint).await?;
-        decode(body, endpoint)
     }
 
     /// `POST /configure` to a sandboxd started with `--await-configuration` (this client's key
     /// being its configuration key): it answers, then re-executes itself with `request`'s
     /// arguments and environment, and is reachable again (at the same address) once it listens.
     pub async fn configure(&self, request: &ConfigureRequest) -> Result<(), ClientError> {
-        let request = self.build(
-            self.request(Method::POST, "configure")?
-                .json(request)
-                .timeout(SERVER_INFO_TIMEOUT),
-        )?;
-        self.send(request, "/configure").await.map(drop)
+        let builder = self
+            .request(Method::POST, "configure")?
+            .json(request)
+            .timeout(SERVER_INFO_TIMEOUT);
+        self.fetch_ok(builder, "/configure").await
     }
 
     /// Polls `GET /alive` until it succeeds or `deadline` has passed.
@@ -411,13 +399,8 @@ impl SandboxClient {
         &self,
         servers: &[McpStdioServer],
     ) -> Result<UpdateMcpServerResponse, ClientError> {
-        let request = self.build(
-            self.request(Method::POST, "update_mcp_server")?
-                .json(servers)
-                .timeout(UPDATE_MCP_SERVER_TIMEOUT),
-        )?;
-        let body = self.send(request, "/update_mcp_server").await?;
-        decode(body, "/update_mcp_server")
+        self.post("/update_mcp_server", servers, UPDATE_MCP_SERVER_TIMEOUT)
+            .await
     }
 
     /// The HTTP client requests go through (it reaches a Unix socket sandbox too), for a
@@ -620,6 +603,55 @@ impl SandboxClient {
             reason: crate::error::root_cause(&err),
             source: err,
         }
+    }
+
+    /// `method endpoint` without a body, within `timeout`: the JSON answer decoded as `T`.
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        endpoint: &'static str,
+        timeout: Duration,
+    ) -> Result<T, ClientError> {
+        let builder = self
+            .request(method, endpoint.trim_start_matches('/'))?
+            .timeout(timeout);
+        self.fetch(builder, endpoint).await
+    }
+
+    /// `POST endpoint` with `body` as JSON, within `timeout`: the JSON answer decoded as `T`.
+    async fn post<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        endpoint: &'static str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<T, ClientError> {
+        let builder = self
+            .request(Method::POST, endpoint.trim_start_matches('/'))?
+            .json(body)
+            .timeout(timeout);
+        self.fetch(builder, endpoint).await
+    }
+
+    /// Builds and sends `builder`; the JSON body of a 2xx answer decoded as `T`, else the
+    /// decoded error.
+    async fn fetch<T: DeserializeOwned>(
+        &self,
+        builder: reqwest::RequestBuilder,
+        endpoint: &'static str,
+    ) -> Result<T, ClientError> {
+        let request = self.build(builder)?;
+        decode(self.send(request, endpoint).await?, endpoint)
+    }
+
+    /// Builds and sends `builder`; `Ok` on a 2xx answer (its body unread), else the decoded
+    /// error.
+    async fn fetch_ok(
+        &self,
+        builder: reqwest::RequestBuilder,
+        endpoint: &'static str,
+    ) -> Result<(), ClientError> {
+        let request = self.build(builder)?;
+        self.send(request, endpoint).await.map(drop)
     }
 
     /// Sends `request`; returns the body of a 2xx answer, else the decoded error.

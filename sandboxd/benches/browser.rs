@@ -9,8 +9,7 @@
     reason = "benchmark binary"
 )]
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -20,63 +19,24 @@ use serde_json::{Value, json};
 )]
 mod common;
 
-use common::{percentile, print_heading, print_quantiles, start};
+use common::{print_heading, print_quantiles, start};
+use testkit::bench::p50_p99;
+use testkit::{Site, bid_of};
 
-const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/site");
 const RUNS: usize = 30;
-
-/// The site's server, killed on drop.
-struct Site(std::process::Child);
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[tokio::main]
 async fn main() {
     let ws = tempfile::tempdir().unwrap();
-    for file in ["index.html", "second.html", "serve.py"] {
-        std::fs::copy(std::path::Path::new(SITE).join(file), ws.path().join(file)).unwrap();
-    }
-    let _site = Site(
-        Command::new("python3")
-            .arg("serve.py")
-            .current_dir(ws.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let port_file = ws.path().join("port");
-    let t0 = Instant::now();
-    while !port_file.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the site's server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let base = format!(
-        "http://127.0.0.1:{}",
-        std::fs::read_to_string(&port_file).unwrap().trim()
-    );
+    let site = Site::serve(ws.path()).await;
+    let base = site.url();
     let http = reqwest::Client::new();
     let (daemon, _) = start(ws.path(), &["--enable-browser"], &http).await;
     let act = |action: Value| {
         let (http, url) = (http.clone(), format!("{}/execute_action", daemon.url));
         async move {
             let started = Instant::now();
-            let obs: Value = http
-                .post(url)
-                .json(&json!({ "action": action }))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let obs = testkit::json_answer(http.post(url).json(&json!({ "action": action }))).await;
             assert_eq!(obs["observation"], "browse", "{obs}");
             assert_eq!(obs["extras"]["error"], false, "{obs}");
             (started.elapsed(), obs)
@@ -91,33 +51,20 @@ async fn main() {
         browses.push(act(browse.clone()).await.0);
     }
     let (_, obs) = act(json!({"action": "browse_interactive", "args": {"browser_actions": format!("goto('{page}')")}})).await;
-    let text = obs["content"].as_str().unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.contains("textbox 'Name'"))
-        .unwrap()
-        .trim_start();
-    let bid = &line[1..line.find(']').unwrap()];
+    let bid = bid_of(obs["content"].as_str().unwrap(), "textbox 'Name'");
     let click = json!({"action": "browse_interactive", "args": {"browser_actions": format!("click('{bid}')")}});
     let mut clicks = Vec::new();
     for _ in 0..RUNS {
         clicks.push(act(click.clone()).await.0);
     }
     print_heading("sandboxd browser", &format!(", {RUNS} runs each"), 34);
-    print_quantiles(
-        34,
-        "browse (local page, Markdown)",
-        percentile(&mut browses, 0.5),
-        percentile(&mut browses, 0.99),
-        "",
-    );
-    print_quantiles(
-        34,
-        "click (tree, screenshot, marks)",
-        percentile(&mut clicks, 0.5),
-        percentile(&mut clicks, 0.99),
-        "",
-    );
+    for (name, samples) in [
+        ("browse (local page, Markdown)", &mut browses),
+        ("click (tree, screenshot, marks)", &mut clicks),
+    ] {
+        let (p50, p99) = p50_p99(samples);
+        print_quantiles(34, name, p50, p99, "");
+    }
     println!(
         "first browse, Chromium started: {:.0} ms",
         cold.as_secs_f64() * 1000.0

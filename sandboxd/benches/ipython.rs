@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{Daemon, ms, percentile, print_heading, print_quantiles, verdict};
+use common::{Daemon, print_heading, print_quantiles, verdict};
+use testkit::bench::{ms, p50_p99, percentile};
 
 /// sandboxd with the kernel on `python`, its HTTP client, and the time to `/alive`.
 async fn start(ws: &std::path::Path, python: &str, extra: &[&str]) -> (Sandbox, Duration) {
@@ -96,8 +97,8 @@ async fn main() {
         print.push(t.elapsed());
     }
 
-    let (p50, p99) = (percentile(&mut pass, 0.5), percentile(&mut pass, 0.99));
-    let (q50, q99) = (percentile(&mut print, 0.5), percentile(&mut print, 0.99));
+    let (p50, p99) = p50_p99(&mut pass);
+    let (q50, q99) = p50_p99(&mut print);
     let c50 = percentile(&mut cold, 0.5);
     let a50 = percentile(&mut alive, 0.5);
     let f50 = percentile(&mut first, 0.5);

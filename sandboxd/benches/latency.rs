@@ -15,7 +15,8 @@ use serde_json::json;
 
 mod common;
 
-use common::{ms, percentile, print_heading, print_quantiles, start, verdict};
+use common::{print_heading, print_quantiles, start, verdict};
+use testkit::bench::{ms, p50_p99, percentile};
 
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -98,9 +99,9 @@ async fn main() {
     let rss = rss_kib(pid);
     let shell_rss: u64 = children(pid).into_iter().map(rss_kib).sum();
 
-    let (f50, f99) = (percentile(&mut fork, 0.5), percentile(&mut fork, 0.99));
-    let (r50, r99) = (percentile(&mut run, 0.5), percentile(&mut run, 0.99));
-    let (d50, d99) = (percentile(&mut read, 0.5), percentile(&mut read, 0.99));
+    let (f50, f99) = p50_p99(&mut fork);
+    let (r50, r99) = p50_p99(&mut run);
+    let (d50, d99) = p50_p99(&mut read);
     let s50 = percentile(&mut starts, 0.5);
     print_heading(
         &format!("sandboxd latency, {N} samples per series, one run"),

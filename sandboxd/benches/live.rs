@@ -16,7 +16,8 @@ use client::{ExecuteOptions, SandboxClient, TerminalOutput};
 
 mod common;
 
-use common::{ms, percentile, print_heading, print_quantiles, start, verdict};
+use common::{print_heading, print_quantiles, start, verdict};
+use testkit::bench::{ms, p50_p99};
 
 #[tokio::main]
 async fn main() {
@@ -77,7 +78,7 @@ async fn main() {
         }
     }
     let row = |name: &str, samples: &mut Vec<Duration>, target_ms: f64| {
-        let (p50, p99) = (percentile(samples, 0.5), percentile(samples, 0.99));
+        let (p50, p99) = p50_p99(samples);
         let note = format!(
             "   target p50 <= {target_ms} ms: {}",
             verdict(ms(p50) <= target_ms)

@@ -15,7 +15,7 @@ use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use protocol::api::{CreateTerminalRequest, TerminalInfo};
 use tokio::sync::watch;
 
-use crate::bash::kill_session;
+use crate::bash::{exit_code, kill_session};
 use crate::feed::{Feed, FeedReader};
 use crate::shells::{check_env_name, check_id};
 use crate::user::{RunAs, wrap_command};
@@ -245,14 +245,7 @@ impl Terminal {
         std::thread::Builder::new()
             .name(format!("term-wait-{pid}"))
             .spawn(move || {
-                let code = match child.wait() {
-                    Ok(status) => match status.signal() {
-                        Some(_) => 128 + 9,
-                        None => i64::from(status.exit_code()),
-                    },
-                    Err(_) => -1,
-                };
-                exit_tx.send_replace(Some(code));
+                exit_tx.send_replace(Some(exit_code(child.wait())));
             })
             .map_err(|e| start(&e))?;
         Ok(Terminal {

@@ -1,12 +1,14 @@
-//! Test helpers shared by the workspace's tests: [`Daemon`], a server process a test starts
-//! (see [`daemon`]), where agentd's tests find sandboxd and the base image ([`binaries`]), real
-//! MCP peers on the official Python SDK ([`python_mcp`]), a fake Kubernetes API server whose
-//! pods are real sandboxds, with the API's schemas to check requests against ([`kube`]), a
-//! headless Chromium driven over
-//! DevTools for web pages ([`chromium`]), and [`FakeLlm`], which fakes an LLM at the wire: a real
-//! HTTP server on `127.0.0.1:0` that speaks OpenAI's `POST /v1/chat/completions` (also
-//! `/chat/completions`), answers each request with the next scripted [`Reply`] (or asks a
-//! closure), and records every request so tests can assert on what the client sent.
+//! Test helpers shared by the workspace's tests: [`Daemon`], a server process a test starts (see
+//! [`daemon`]), where agentd's tests find sandboxd and the base image ([`binaries`]), real MCP
+//! peers on the official Python SDK ([`python_mcp`]), a fake Kubernetes API server whose pods are
+//! real sandboxds, with the API's schemas to check requests against ([`kube`]), a headless
+//! Chromium driven over DevTools for web pages ([`chromium`]), the browser tests' site and bids
+//! ([`browsing`]), a request sent and its answer read in one call ([`http`]: [`json_answer`],
+//! [`status_and_json`]...), the benchmarks' statistics ([`bench`]), and [`FakeLlm`], which fakes
+//! an LLM at the wire: a real HTTP server on `127.0.0.1:0` that speaks OpenAI's
+//! `POST /v1/chat/completions` (also `/chat/completions`), answers each request with the next
+//! scripted [`Reply`] (or asks a closure), and records every request so tests can assert on what
+//! the client sent.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -30,21 +32,26 @@
 //! When the script is exhausted and there is no responder, the server answers 500 with a body
 //! that says so, so a test that makes one call too many fails loudly.
 
+pub mod bench;
 pub mod binaries;
+pub mod browsing;
 pub mod chromium;
 pub mod connections;
 pub mod daemon;
 pub mod files;
 pub mod fuzz;
+pub mod http;
 pub mod kube;
 pub mod python_mcp;
 mod venv;
 
 pub use binaries::{base_image, sandboxd_binary};
+pub use browsing::{Site, bid_of, copy_site};
 pub use chromium::Chromium;
 pub use connections::{assert_closed, hold_connections};
 pub use daemon::Daemon;
 pub use files::{read_json, sorted_paths};
+pub use http::{json_answer, status_and_json, status_and_text, text_answer};
 pub use kube::FakeKube;
 pub use python_mcp::{
     McpClient, McpTransport, http_server, mcp_python, result_text, stdio_server, wheelhouse,

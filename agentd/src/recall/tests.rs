@@ -1,5 +1,8 @@
+//! Unit tests of `recall/mod.rs`: the workspace context, triggered knowledge, task inputs.
+
 use std::collections::BTreeMap;
 
+use protocol::observation::RecallExtras;
 use protocol::{Action, EventSource, ObservationKind};
 use serde_json::json;
 
@@ -66,6 +69,19 @@ fn answer(recalled: Recalled) -> protocol::Observation {
     }
 }
 
+/// The answer to a recall of the user's message `query`.
+fn user_answer(memory: &Memory, recall_type: &str, query: &str) -> protocol::Observation {
+    answer(recall(memory, recall_type, query, EventSource::User))
+}
+
+/// The extras of a `recall` observation.
+fn recall_extras(observation: &protocol::Observation) -> &RecallExtras {
+    match &observation.kind {
+        ObservationKind::Recall(extras) => extras,
+        _ => panic!("{observation:?}"),
+    }
+}
+
 #[test]
 fn the_recall_action_is_the_references() {
     let action = recall_action(WORKSPACE_CONTEXT, &"x".repeat(60));
@@ -80,12 +96,7 @@ fn the_recall_action_is_the_references() {
 #[test]
 fn the_first_message_gets_the_workspace_context_with_every_repo_microagent() {
     let memory = memory(true, &[]);
-    let observation = answer(recall(
-        &memory,
-        WORKSPACE_CONTEXT,
-        "Fix the flaky test",
-        EventSource::User,
-    ));
+    let observation = user_answer(&memory, WORKSPACE_CONTEXT, "Fix the flaky test");
     assert_eq!(observation.cause, Some(7));
     assert_eq!(observation.message, "Added workspace context");
     let json = serde_json::to_value(&observation).unwrap();
@@ -119,17 +130,10 @@ fn the_first_message_gets_the_workspace_context_with_every_repo_microagent() {
 #[test]
 fn later_messages_get_triggered_knowledge_or_a_null_observation() {
     let memory = memory(true, &[]);
-    let observation = answer(recall(
-        &memory,
-        KNOWLEDGE,
-        "it is FLAKY again",
-        EventSource::User,
-    ));
+    let observation = user_answer(&memory, KNOWLEDGE, "it is FLAKY again");
     assert_eq!(observation.message, "Added microagent knowledge");
     assert_eq!(observation.content, "Retrieved knowledge from microagents");
-    let ObservationKind::Recall(extras) = &observation.kind else {
-        panic!("{observation:?}")
-    };
+    let extras = recall_extras(&observation);
     assert_eq!(extras.recall_type, "knowledge");
     assert_eq!(extras.repo_instructions, "");
     assert_eq!(
@@ -146,12 +150,7 @@ fn later_messages_get_triggered_knowledge_or_a_null_observation() {
     assert!(
         matches!(&git.kind, ObservationKind::Recall(e) if e.microagent_knowledge[0]["name"] == "git")
     );
-    let nothing = answer(recall(
-        &memory,
-        KNOWLEDGE,
-        "count every digit",
-        EventSource::User,
-    ));
+    let nothing = user_answer(&memory, KNOWLEDGE, "count every digit");
     assert_eq!(
         serde_json::to_value(&nothing).unwrap(),
         json!({"message": "No observation", "cause": 7, "observation": "null", "content": "", "extras": {}})
@@ -179,55 +178,32 @@ fn later_microagents_replace_earlier_ones_of_the_same_kind_and_name() {
         )
         .unwrap(),
     );
-    let observation = answer(recall(&memory, KNOWLEDGE, "git", EventSource::User));
-    let ObservationKind::Recall(extras) = &observation.kind else {
-        panic!()
-    };
+    let observation = user_answer(&memory, KNOWLEDGE, "git");
+    let extras = recall_extras(&observation);
     assert_eq!(
         extras.microagent_knowledge,
         [json!({"name": "git", "trigger": "git", "content": "Ours."})]
     );
     memory.disable(&["git".to_string(), "agents".to_string()]);
     assert!(!memory.names().contains(&"git"));
-    let context = answer(recall(
-        &memory,
-        WORKSPACE_CONTEXT,
-        "hello",
-        EventSource::User,
-    ));
-    let ObservationKind::Recall(extras) = &context.kind else {
-        panic!()
-    };
+    let context = user_answer(&memory, WORKSPACE_CONTEXT, "hello");
+    let extras = recall_extras(&context);
     assert_eq!(extras.repo_instructions, "Use cargo.");
 }
 
 #[test]
 fn a_task_microagent_gets_its_inputs_or_asks_for_them_or_fails_a_headless_run() {
     let given = memory(true, &[("ENV", "staging")]);
-    let observation = answer(recall(
-        &given,
-        KNOWLEDGE,
-        "please /deploy",
-        EventSource::User,
-    ));
-    let ObservationKind::Recall(extras) = &observation.kind else {
-        panic!()
-    };
+    let observation = user_answer(&given, KNOWLEDGE, "please /deploy");
+    let extras = recall_extras(&observation);
     assert_eq!(
         extras.microagent_knowledge,
         [json!({"name": "deploy", "trigger": "/deploy", "content": "Deploy to staging."})]
     );
 
     let interactive = memory(false, &[]);
-    let observation = answer(recall(
-        &interactive,
-        KNOWLEDGE,
-        "/deploy",
-        EventSource::User,
-    ));
-    let ObservationKind::Recall(extras) = &observation.kind else {
-        panic!()
-    };
+    let observation = user_answer(&interactive, KNOWLEDGE, "/deploy");
+    let extras = recall_extras(&observation);
     assert!(
         extras.microagent_knowledge[0]["content"]
             .as_str()

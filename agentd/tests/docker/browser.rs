@@ -2,18 +2,11 @@
 //! site served inside the sandbox by a server the agent starts, `browse` and a
 //! `browse_interactive` sequence over it, as the hardened container's user.
 
-use std::path::Path;
-
 use agentd::docker::{DockerHost, ensure_sandbox_image};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
-use crate::common::{Running, config, sandboxd_binary};
-
-const SITE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../sandboxd/tests/fixtures/site"
-);
+use crate::common::{Running, sandboxd_binary};
 
 static IMAGE: OnceCell<String> = OnceCell::const_new();
 
@@ -47,24 +40,17 @@ fn text(obs: &Value) -> &str {
 }
 
 fn bid(obs: &Value, what: &str) -> String {
-    let line = text(obs)
-        .lines()
-        .find(|l| l.contains(what))
-        .unwrap_or_else(|| panic!("no {what} in {}", text(obs)));
-    let line = line.trim_start();
-    line[1..line.find(']').unwrap()].to_owned()
+    testkit::bid_of(text(obs), what)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_container_sandbox_browses_pages_it_serves() {
     let image = browser_image().await;
-    let sandbox = Running::up(&config(|c| c.image = image).await).await;
+    let sandbox = Running::with(|c| c.image = image).await;
     let site = tempfile::tempdir().unwrap();
     let dir = site.path().join("site");
     std::fs::create_dir(&dir).unwrap();
-    for file in ["index.html", "second.html", "serve.py"] {
-        std::fs::copy(Path::new(SITE).join(file), dir.join(file)).unwrap();
-    }
+    testkit::copy_site(&dir);
     sandbox
         .client
         .upload_file(&dir, "/home/openhands", true)

@@ -64,6 +64,11 @@ impl Running {
         }
     }
 
+    /// A sandbox of the test image with `edit` applied to its config ([`config`]), up.
+    pub async fn with(edit: impl FnOnce(&mut SandboxConfig)) -> Running {
+        Running::up(&config(edit).await).await
+    }
+
     /// Runs `command` and returns (exit code, output).
     pub async fn sh(&self, command: &str) -> (i64, String) {
         let obs = self.client.run(command, Some(60.0)).await.expect("run");

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use agentd::docker::DockerHost;
 use agentd::docker::{self as image, ContextFile, ensure_sandbox_image, is_sandbox_image};
 
-use crate::common::{Running, base_image, config, sandboxd_binary};
+use crate::common::{Running, base_image, sandboxd_binary};
 
 #[tokio::test]
 async fn a_base_without_our_user_becomes_a_sandbox_image_once() {
@@ -40,7 +40,7 @@ async fn a_base_without_our_user_becomes_a_sandbox_image_once() {
         (first.tag.as_str(), false)
     );
 
-    let sandbox = Running::up(&config(|c| c.image = first.tag.clone()).await).await;
+    let sandbox = Running::with(|c| c.image = first.tag.clone()).await;
     let (code, out) = sandbox
         .sh("id -u -n && pwd && test -w /workspace && echo ok")
         .await;

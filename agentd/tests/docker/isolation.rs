@@ -7,12 +7,12 @@ use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Running, config, sandbox_image};
+use crate::common::{Running, sandbox_image};
 use agentd::docker::{Egress, Network};
 
 #[tokio::test]
 async fn a_fork_bomb_hits_the_pids_limit_and_the_sandbox_survives() {
-    let sandbox = Running::up(&config(|c| c.limits.pids = Some(128)).await).await;
+    let sandbox = Running::with(|c| c.limits.pids = Some(128)).await;
     let (_, max) = sandbox
         .sh("cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max")
         .await;
@@ -29,7 +29,7 @@ async fn a_fork_bomb_hits_the_pids_limit_and_the_sandbox_survives() {
 
 #[tokio::test]
 async fn a_memory_hog_is_killed_and_the_sandbox_survives() {
-    let sandbox = Running::up(&config(|c| c.limits.memory_bytes = Some(256 << 20)).await).await;
+    let sandbox = Running::with(|c| c.limits.memory_bytes = Some(256 << 20)).await;
     // Touches 1 GiB, four times the limit, with no swap to escape to.
     let (code, out) = sandbox
         .sh("python3 -c 'b = bytearray(1 << 30); print(len(b))'")
@@ -42,7 +42,7 @@ async fn a_memory_hog_is_killed_and_the_sandbox_survives() {
 
 #[tokio::test]
 async fn without_network_there_is_only_loopback() {
-    let sandbox = Running::up(&config(|c| c.network = Network::None).await).await;
+    let sandbox = Running::with(|c| c.network = Network::None).await;
     assert!(
         sandbox.sandbox.url.starts_with("unix:"),
         "{}",
@@ -68,13 +68,10 @@ async fn without_network_there_is_only_loopback() {
 async fn a_read_only_root_leaves_only_tmp_home_and_workspace_writable() {
     let workspace = tempfile::tempdir().unwrap();
     std::os::unix::fs::chown(workspace.path(), Some(1000), Some(1000)).unwrap();
-    let sandbox = Running::up(
-        &config(|c| {
-            c.read_only_root = true;
-            c.workspace = Some(workspace.path().to_path_buf());
-        })
-        .await,
-    )
+    let sandbox = Running::with(|c| {
+        c.read_only_root = true;
+        c.workspace = Some(workspace.path().to_path_buf());
+    })
     .await;
     let (code, out) = sandbox
         .sh("touch /opt/x 2>&1; touch /tmp/x ~/x /workspace/x && echo writable")
@@ -86,7 +83,7 @@ async fn a_read_only_root_leaves_only_tmp_home_and_workspace_writable() {
 
 #[tokio::test]
 async fn the_sandbox_user_can_neither_kill_nor_inspect_sandboxd() {
-    let sandbox = Running::up(&config(|_| {}).await).await;
+    let sandbox = Running::with(|_| {}).await;
     let find_sandboxd = "for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = sandboxd ] && echo ${p#/proc/}; done | head -n1";
     let (_, pid) = sandbox.sh(find_sandboxd).await;
     let pid = pid.trim();
@@ -107,7 +104,7 @@ async fn the_sandbox_user_can_neither_kill_nor_inspect_sandboxd() {
 
 #[tokio::test]
 async fn a_fork_bomb_that_never_stops_is_ended_by_c_c_or_kill_all_keeping_the_shell() {
-    let sandbox = Running::up(&config(|c| c.limits.pids = Some(256)).await).await;
+    let sandbox = Running::with(|c| c.limits.pids = Some(256)).await;
     let (code, _) = sandbox.sh("export MARK=kept; cd /tmp").await;
     assert_eq!(code, 0);
     for recovery in ["C-c at the prompt", "POST /processes/kill_all"] {
@@ -198,8 +195,8 @@ async fn sandboxes_reach_neither_each_other_nor_the_hosts_services_unless_allowe
     // A service of the host's, on every address (connecting is enough: nothing is read).
     let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let a = Running::up(&config(|_| {}).await).await;
-    let b = Running::up(&config(|c| c.host_ports = vec![port]).await).await;
+    let a = Running::with(|_| {}).await;
+    let b = Running::with(|c| c.host_ports = vec![port]).await;
 
     let host = gateway(&a).await;
     let (_, out) = a.sh(&probe(&host, port)).await;
@@ -234,10 +231,10 @@ async fn sandboxes_reach_neither_each_other_nor_the_hosts_services_unless_allowe
 #[tokio::test]
 async fn an_egress_policy_refuses_at_once_what_it_does_not_allow() {
     // TEST-NET-1 (RFC 5737): nothing may answer there; a refused packet never leaves the host.
-    let deny = Running::up(&config(|c| c.egress = Egress::Deny).await).await;
+    let deny = Running::with(|c| c.egress = Egress::Deny).await;
     let (_, out) = deny.sh(&probe("192.0.2.1", 80)).await;
     assert!(out.starts_with("ConnectionRefusedError"), "deny: {out}");
-    let only = Running::up(&config(|c| c.egress = "192.0.2.7/32:443".parse().unwrap()).await).await;
+    let only = Running::with(|c| c.egress = "192.0.2.7/32:443".parse().unwrap()).await;
     let started = std::time::Instant::now();
     let (_, out) = only.sh(&probe("192.0.2.1", 443)).await;
     assert!(
@@ -359,14 +356,11 @@ fn tls_probe(name: &str, port: u16) -> String {
 async fn a_domain_policy_lets_its_names_through_and_refuses_others_at_once_saying_why() {
     let world = World::start(&sandbox_image().await);
     let ip = world.ip;
-    let sandbox = Running::up(
-        &config(|c| {
-            c.egress = format!("web.test:{WORLD_PORT}").parse().unwrap();
-            c.egress_hosts =
-                BTreeMap::from([("web.test".to_string(), ip), ("other.test".to_string(), ip)]);
-        })
-        .await,
-    )
+    let sandbox = Running::with(|c| {
+        c.egress = format!("web.test:{WORLD_PORT}").parse().unwrap();
+        c.egress_hosts =
+            BTreeMap::from([("web.test".to_string(), ip), ("other.test".to_string(), ip)]);
+    })
     .await;
 
     // The allowed name, over HTTP, reaches the world.
@@ -445,7 +439,7 @@ fn writable_layer_bytes(id: &str) -> u64 {
 /// answers on, and the host's side of it is gone as soon as it runs.
 #[tokio::test]
 async fn a_disk_fill_stops_at_the_sandboxs_disk_and_the_sandbox_goes_on() {
-    let sandbox = Running::up(&config(|c| c.disk_bytes = Some(64 << 20)).await).await;
+    let sandbox = Running::with(|c| c.disk_bytes = Some(64 << 20)).await;
     let disk = &sandbox.sandbox.disk;
     assert!(
         disk.contains("64 MiB (the storage driver's quota)")
@@ -502,13 +496,10 @@ async fn a_disk_fill_stops_at_the_sandboxs_disk_and_the_sandbox_goes_on() {
 /// disk's paths, and the sandbox says that the root is not limited.
 #[tokio::test]
 async fn with_sudo_the_sandbox_says_that_its_root_is_not_limited() {
-    let sandbox = Running::up(
-        &config(|c| {
-            c.sudo = true;
-            c.disk_bytes = Some(64 << 20);
-        })
-        .await,
-    )
+    let sandbox = Running::with(|c| {
+        c.sudo = true;
+        c.disk_bytes = Some(64 << 20);
+    })
     .await;
     let disk = &sandbox.sandbox.disk;
     if disk.contains("storage driver's quota") {

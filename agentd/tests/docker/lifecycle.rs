@@ -34,7 +34,7 @@ async fn down_removes_the_container_and_its_socket_directory() {
 
 #[tokio::test]
 async fn the_port_is_published_on_loopback_only() {
-    let sandbox = Running::up(&config(|_| {}).await).await;
+    let sandbox = Running::with(|_| {}).await;
     assert!(sandbox.sandbox.url.starts_with("http://127.0.0.1:"));
     let out = std::process::Command::new("docker")
         .args([
@@ -182,7 +182,7 @@ async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
 /// it has stays.
 #[tokio::test]
 async fn gc_removes_old_disk_leftovers_and_the_content_of_gone_images() {
-    let _sandbox = Running::up(&config(|_| {}).await).await;
+    let _sandbox = Running::with(|_| {}).await;
     let root = std::path::Path::new("/var/lib/sandboxd/disks");
     let gone =
         root.join(".content/0000000000000000000000000000000000000000000000000000000000000000");

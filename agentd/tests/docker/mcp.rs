@@ -6,7 +6,7 @@
 use serde_json::json;
 use testkit::{McpClient, McpTransport, result_text};
 
-use crate::common::{Running, config};
+use crate::common::Running;
 
 fn connect(sandbox: &Running, path: &str) -> McpClient {
     McpClient::connect(
@@ -19,7 +19,7 @@ fn connect(sandbox: &Running, path: &str) -> McpClient {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_host_uses_a_container_and_its_stdio_servers_run_as_the_sandbox_user() {
-    let sandbox = Running::up(&config(|_| {}).await).await;
+    let sandbox = Running::with(|_| {}).await;
 
     // The sandbox's own tools.
     let mut tools = connect(&sandbox, "/mcp");

@@ -5,7 +5,7 @@ use std::os::unix::fs::chown;
 
 use client::ObservationExt;
 
-use crate::common::{Running, config};
+use crate::common::Running;
 
 #[tokio::test]
 async fn a_sandbox_runs_bash_ipython_and_files_in_its_workspace() {
@@ -16,13 +16,10 @@ async fn a_sandbox_runs_bash_ipython_and_files_in_its_workspace() {
         "hello from the host\n",
     )
     .unwrap();
-    let sandbox = Running::up(
-        &config(|c| {
-            c.workspace = Some(workspace.path().to_path_buf());
-            c.plugins = vec!["jupyter".to_string()];
-        })
-        .await,
-    )
+    let sandbox = Running::with(|c| {
+        c.workspace = Some(workspace.path().to_path_buf());
+        c.plugins = vec!["jupyter".to_string()];
+    })
     .await;
 
     let (code, out) = sandbox.sh("pwd && whoami && cat from-host.txt").await;
@@ -65,7 +62,7 @@ async fn a_sandbox_cannot_see_host_files_and_holds_no_privileges() {
     // A file on the host, outside any mount.
     let secret = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(secret.path(), "host secret").unwrap();
-    let sandbox = Running::up(&config(|_| {}).await).await;
+    let sandbox = Running::with(|_| {}).await;
 
     let (code, out) = sandbox
         .sh(&format!("cat {} ; echo status=$?", secret.path().display()))
@@ -90,7 +87,7 @@ async fn a_sandbox_cannot_see_host_files_and_holds_no_privileges() {
 
 #[tokio::test]
 async fn orphaned_zombies_are_reaped() {
-    let sandbox = Running::up(&config(|_| {}).await).await;
+    let sandbox = Running::with(|_| {}).await;
     // A grandchild that exits after its parent: it is re-parented to PID 1, which must reap it.
     let (code, _) = sandbox
         .sh("for i in 1 2 3; do (sleep 0.1 &); done; sleep 1")
@@ -102,7 +99,7 @@ async fn orphaned_zombies_are_reaped() {
 
 #[tokio::test]
 async fn sudo_can_be_granted() {
-    let sandbox = Running::up(&config(|c| c.sudo = true).await).await;
+    let sandbox = Running::with(|c| c.sudo = true).await;
     let (code, out) = sandbox
         .sh("sudo -n whoami && sudo -n touch /etc/granted")
         .await;
@@ -118,13 +115,10 @@ async fn uploads_and_a_read_only_root_follow_the_workspace_owner() {
     chown(workspace.path(), Some(4321), Some(4321)).unwrap();
     std::fs::write(workspace.path().join("theirs.txt"), "the owner's\n").unwrap();
     chown(workspace.path().join("theirs.txt"), Some(4321), Some(4321)).unwrap();
-    let sandbox = Running::up(
-        &config(|c| {
-            c.workspace = Some(workspace.path().to_path_buf());
-            c.read_only_root = true;
-        })
-        .await,
-    )
+    let sandbox = Running::with(|c| {
+        c.workspace = Some(workspace.path().to_path_buf());
+        c.read_only_root = true;
+    })
     .await;
 
     // The shell is the owner: it changes the owner's file and its home is its own.

@@ -245,27 +245,17 @@ async fn tool_call_metadata_is_not_sent_to_sandboxd_but_is_on_the_observation() 
     let sandboxd = Sandboxd::start();
     let proxy = RecordingProxy::start(sandboxd.daemon.url()).await;
     let sessions = tempfile::tempdir().unwrap();
-    let spec = RunSpec {
-        session_id: "metadata".to_string(),
-        sessions_dir: sessions.path().to_path_buf(),
-        task: Some("say hi".to_string()),
-        resume: false,
-        agent: Box::new(ScriptedAgent::new([run(1, "echo hi")])),
-        runtime: RuntimeConfig {
+    let spec = RunSpec::new(
+        "metadata",
+        sessions.path(),
+        "say hi",
+        Box::new(ScriptedAgent::new([run(1, "echo hi")])),
+        RuntimeConfig {
             remote_url: Some(proxy.url.clone()),
             ..sandboxd.config(Some(KEY))
         },
-        max_iterations: 10,
-        max_budget: None,
-        stop_on_signals: false,
-        mcp: Default::default(),
-        workspace: Default::default(),
-        security: Default::default(),
-        interactive: false,
-        user_actions: None,
-        delegates: None,
-        llms: None,
-    };
+        10,
+    );
     let outcome = run_session(spec, |_| {}).await.unwrap();
     assert!(outcome.finished(), "{:?}", outcome.state);
 

@@ -72,13 +72,7 @@ impl Server {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        testkit::status_and_json(request).await
     }
 
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
@@ -87,13 +81,24 @@ impl Server {
     }
 
     async fn get(&self, path: &str) -> (u16, Value) {
-        self.call(reqwest::Method::GET, path, KEY, None).await
+        self.get_as(path, KEY).await
+    }
+
+    async fn get_as(&self, path: &str, key: &str) -> (u16, Value) {
+        self.call(reqwest::Method::GET, path, key, None).await
+    }
+
+    async fn delete(&self, path: &str) -> (u16, Value) {
+        self.call(reqwest::Method::DELETE, path, KEY, None).await
     }
 
     async fn create(&self, task: &str) -> ConversationInfo {
-        let (status, body) = self
-            .post("/api/conversations", json!({ "task": task }))
-            .await;
+        self.create_with(json!({ "task": task })).await
+    }
+
+    /// A conversation created with `body`, which must be accepted.
+    async fn create_with(&self, body: Value) -> ConversationInfo {
+        let (status, body) = self.post("/api/conversations", body).await;
         assert_eq!(status, 201, "{body}");
         serde_json::from_value(body).unwrap()
     }
@@ -217,15 +222,25 @@ fn talkative_agent() -> Vec<Reply> {
     ]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conversation_talks_with_its_user_live_and_everything_is_kept() {
+/// The task the talkative agent's conversations are created with (its title).
+const TALKATIVE_TASK: &str = "Say hello, then write a file I name.";
+
+/// A server started with `extra` arguments, on a data directory of its own, whose agents talk
+/// with the talkative agent's fake model (both live as long as the caller keeps them).
+async fn talkative_server(extra: &[&str]) -> (FakeLlm, tempfile::TempDir, Server) {
     let fake = FakeLlm::start(talkative_agent()).await;
     let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &[]);
+    let server = start(data.path(), &fake, extra);
+    (fake, data, server)
+}
 
-    let created = server.create("Say hello, then write a file I name.").await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_talks_with_its_user_live_and_everything_is_kept() {
+    let (_fake, data, server) = talkative_server(&[]).await;
+
+    let created = server.create(TALKATIVE_TASK).await;
     let id = created.conversation_id.clone();
-    assert_eq!(created.title, "Say hello, then write a file I name.");
+    assert_eq!(created.title, TALKATIVE_TASK);
     assert!(
         matches!(
             created.status,
@@ -323,17 +338,10 @@ async fn a_conversation_talks_with_its_user_live_and_everything_is_kept() {
 
     // Only its owner sees it; a caller without a key sees nothing.
     let (status, _) = server
-        .call(
-            reqwest::Method::GET,
-            &format!("/api/conversations/{id}"),
-            OTHER_KEY,
-            None,
-        )
+        .get_as(&format!("/api/conversations/{id}"), OTHER_KEY)
         .await;
     assert_eq!(status, 404);
-    let (status, list) = server
-        .call(reqwest::Method::GET, "/api/conversations", OTHER_KEY, None)
-        .await;
+    let (status, list) = server.get_as("/api/conversations", OTHER_KEY).await;
     assert_eq!(
         (status, list["results"].as_array().unwrap().len()),
         (200, 0)
@@ -348,14 +356,7 @@ async fn a_conversation_talks_with_its_user_live_and_everything_is_kept() {
     assert_eq!(status, 401);
 
     // Deleting it ends it and removes it.
-    let (status, _) = server
-        .call(
-            reqwest::Method::DELETE,
-            &format!("/api/conversations/{id}"),
-            KEY,
-            None,
-        )
-        .await;
+    let (status, _) = server.delete(&format!("/api/conversations/{id}")).await;
     assert_eq!(status, 204);
     assert_eq!(server.get(&format!("/api/conversations/{id}")).await.0, 404);
     assert!(!data.path().join(format!("conversations/{id}")).exists());
@@ -482,13 +483,8 @@ async fn wait_for(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_conversation_releases_its_sandbox_and_comes_back_on_a_message() {
-    let fake = FakeLlm::start(talkative_agent()).await;
-    let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &["--idle-release", "0.3"]);
-    let id = server
-        .create("Say hello, then write a file I name.")
-        .await
-        .conversation_id;
+    let (_fake, data, server) = talkative_server(&["--idle-release", "0.3"]).await;
+    let id = server.create(TALKATIVE_TASK).await.conversation_id;
     let released = wait_for(&server, &id, |c| {
         c.agent_state == "awaiting_user_input"
             && c.status == protocol::conversation::ConversationStatus::Stopped
@@ -507,13 +503,8 @@ async fn an_idle_conversation_releases_its_sandbox_and_comes_back_on_a_message()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_live_stream_over_sse_starts_at_its_cursor() {
-    let fake = FakeLlm::start(talkative_agent()).await;
-    let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &[]);
-    let id = server
-        .create("Say hello, then write a file I name.")
-        .await
-        .conversation_id;
+    let (_fake, _data, server) = talkative_server(&[]).await;
+    let id = server.create(TALKATIVE_TASK).await.conversation_id;
     wait_for(&server, &id, |c| c.agent_state == "awaiting_user_input").await;
     let stored = server.all_events(&id).await;
     let response = server
@@ -560,9 +551,7 @@ async fn the_live_stream_over_sse_starts_at_its_cursor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_that_cannot_work_are_refused_precisely() {
-    let fake = FakeLlm::start(talkative_agent()).await;
-    let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &["--max-iterations", "50"]);
+    let (_fake, _data, server) = talkative_server(&["--max-iterations", "50"]).await;
     let refused = [
         (json!({"task": "x", "colour": "red"}), 422, "unknown field"),
         (json!({"task": "   "}), 400, "needs a task"),
@@ -610,10 +599,7 @@ async fn requests_that_cannot_work_are_refused_precisely() {
         server.get("/api/conversations").await.1["results"],
         json!([])
     );
-    let id = server
-        .create("Say hello, then write a file I name.")
-        .await
-        .conversation_id;
+    let id = server.create(TALKATIVE_TASK).await.conversation_id;
     wait_for(&server, &id, |c| c.agent_state == "awaiting_user_input").await;
     for (path, status, says) in [
         (
@@ -649,25 +635,9 @@ async fn requests_that_cannot_work_are_refused_precisely() {
         .await;
     assert_eq!(got, 400);
     // The description is served, and the page too, without a key.
-    let doc: Value = server
-        .http
-        .get(format!("{}/openapi.json", server.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = testkit::json_answer(server.http.get(format!("{}/openapi.json", server.url))).await;
     assert_eq!(doc["openapi"], "3.1.0");
-    let page = server
-        .http
-        .get(&server.url)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = testkit::text_answer(server.http.get(&server.url)).await;
     assert!(page.contains("agentd conversations"));
     // Every described route is served (deletion last).
     let mut routes: Vec<(String, String)> = Vec::new();
@@ -707,15 +677,11 @@ async fn risky_actions_wait_for_the_user_who_confirms_one_and_rejects_another() 
     .await;
     let data = tempfile::tempdir().unwrap();
     let server = start(data.path(), &fake, &[]);
-    let (status, body) = server
-        .post(
-            "/api/conversations",
-            json!({"task": "Run two commands.", "confirmation_mode": true}),
-        )
+    let created = server
+        .create_with(json!({"task": "Run two commands.", "confirmation_mode": true}))
         .await;
-    assert_eq!(status, 201, "{body}");
-    let id = body["conversation_id"].as_str().unwrap().to_string();
-    assert_eq!(body["confirmation_mode"], true);
+    let id = created.conversation_id;
+    assert!(created.confirmation_mode);
     let mut socket = server.socket(&id, -1).await;
     let mut seen = Vec::new();
 
@@ -779,14 +745,10 @@ async fn a_docker_conversation_works_in_its_own_container_on_its_workspace() {
     let config = data.path().join("agentd.toml");
     std::fs::write(&config, "[docker]\ndisk = \"none\"\n").unwrap();
     let server = start(data.path(), &fake, &["--config", config.to_str().unwrap()]);
-    let (status, body) = server
-        .post(
-            "/api/conversations",
-            json!({"task": "Make a file.", "runtime": "docker"}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-    let id = body["conversation_id"].as_str().unwrap().to_string();
+    let id = server
+        .create_with(json!({"task": "Make a file.", "runtime": "docker"}))
+        .await
+        .conversation_id;
     let done = wait_for(&server, &id, |c| {
         c.agent_state == "finished" || c.status == protocol::conversation::ConversationStatus::Error
     })
@@ -817,13 +779,8 @@ async fn a_docker_conversation_works_in_its_own_container_on_its_workspace() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_more_conversations_hold_a_sandbox_than_the_server_allows() {
-    let fake = FakeLlm::start(talkative_agent()).await;
-    let data = tempfile::tempdir().unwrap();
-    let server = start(data.path(), &fake, &["--max-running", "1"]);
-    let first = server
-        .create("Say hello, then write a file I name.")
-        .await
-        .conversation_id;
+    let (_fake, _data, server) = talkative_server(&["--max-running", "1"]).await;
+    let first = server.create(TALKATIVE_TASK).await.conversation_id;
     wait_for(&server, &first, |c| c.agent_state == "awaiting_user_input").await;
     let (status, body) = server
         .post("/api/conversations", json!({"task": "Another."}))

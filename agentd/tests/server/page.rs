@@ -9,6 +9,18 @@ use testkit::{Chromium, FakeLlm, Reply};
 
 use super::{KEY, start};
 
+/// Puts `text` in the page's field `field` and clicks its button `button`, as a person does.
+async fn type_and_click(browser: &mut Chromium, field: &str, text: &str, button: &str) {
+    let text = serde_json::to_string(text).unwrap();
+    browser
+        .eval(&format!(
+            "document.getElementById('{field}').value = {text}; \
+             document.getElementById('{button}').click(); true"
+        ))
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_starts_watches_and_answers_a_conversation_in_the_page() {
     let fake = FakeLlm::start([
@@ -32,13 +44,13 @@ async fn a_person_starts_watches_and_answers_a_conversation_in_the_page() {
         .unwrap();
 
     // Start a conversation from the page; it is listed and selected.
-    browser
-        .eval(
-            "document.getElementById('task').value = 'Say hello, then write a file I name.'; \
-             document.getElementById('create').click(); true",
-        )
-        .await
-        .unwrap();
+    type_and_click(
+        &mut browser,
+        "task",
+        "Say hello, then write a file I name.",
+        "create",
+    )
+    .await;
     browser
         .wait_for("document.querySelectorAll('#list li.selected').length === 1")
         .await
@@ -66,13 +78,7 @@ async fn a_person_starts_watches_and_answers_a_conversation_in_the_page() {
         .unwrap();
 
     // The person answers; the agent writes the file and finishes.
-    browser
-        .eval(
-            "document.getElementById('message').value = 'notes.txt'; \
-             document.getElementById('send').click(); true",
-        )
-        .await
-        .unwrap();
+    type_and_click(&mut browser, "message", "notes.txt", "send").await;
     browser
         .wait_for("document.getElementById('state').textContent === 'finished'")
         .await

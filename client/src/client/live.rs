@@ -200,35 +200,25 @@ impl SandboxClient {
         &self,
         request: &CreateShellRequest,
     ) -> Result<ShellInfo, ClientError> {
-        let request = self.build(
-            self.request(Method::POST, "shells")?
-                .json(request)
-                .timeout(SHELL_TIMEOUT),
-        )?;
-        decode(self.send(request, "/shells").await?, "/shells")
+        self.post("/shells", request, SHELL_TIMEOUT).await
     }
 
     /// `GET /shells`: every shell, the default one first.
     pub async fn shells(&self) -> Result<Vec<ShellInfo>, ClientError> {
-        let request = self.build(self.request(Method::GET, "shells")?.timeout(SHELL_TIMEOUT))?;
-        decode(self.send(request, "/shells").await?, "/shells")
+        self.call(Method::GET, "/shells", SHELL_TIMEOUT).await
     }
 
     /// `DELETE /shells/{id}`: closes a named shell and kills what runs in it.
     pub async fn close_shell(&self, id: &str) -> Result<(), ClientError> {
         let url = self.endpoint(&format!("shells/{}", path_segment(id)))?;
-        let request = self.build(self.request_to(Method::DELETE, url).timeout(SHELL_TIMEOUT))?;
-        self.send(request, "/shells/{id}").await.map(drop)
+        let builder = self.request_to(Method::DELETE, url).timeout(SHELL_TIMEOUT);
+        self.fetch_ok(builder, "/shells/{id}").await
     }
 
     /// `GET /processes`: the sandbox's processes (its shells and kernel, marked `sandbox`,
     /// and everything the agent started).
     pub async fn processes(&self) -> Result<Vec<ProcessInfo>, ClientError> {
-        let request = self.build(
-            self.request(Method::GET, "processes")?
-                .timeout(SHELL_TIMEOUT),
-        )?;
-        decode(self.send(request, "/processes").await?, "/processes")
+        self.call(Method::GET, "/processes", SHELL_TIMEOUT).await
     }
 
     /// `POST /processes/{pid}/signal`: sends `signal` to one of the sandbox's processes, and
@@ -243,12 +233,11 @@ impl SandboxClient {
         const ENDPOINT: &str = "/processes/{pid}/signal";
         let url = self.endpoint(&format!("processes/{pid}/signal"))?;
         let body = SignalRequest { signal, tree };
-        let request = self.build(
-            self.request_to(Method::POST, url)
-                .json(&body)
-                .timeout(SHELL_TIMEOUT),
-        )?;
-        let answer: SignalResponse = decode(self.send(request, ENDPOINT).await?, ENDPOINT)?;
+        let builder = self
+            .request_to(Method::POST, url)
+            .json(&body)
+            .timeout(SHELL_TIMEOUT);
+        let answer: SignalResponse = self.fetch(builder, ENDPOINT).await?;
         Ok(answer.signaled)
     }
 

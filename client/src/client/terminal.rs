@@ -110,28 +110,19 @@ impl SandboxClient {
         &self,
         request: &CreateTerminalRequest,
     ) -> Result<TerminalInfo, ClientError> {
-        let request = self.build(
-            self.request(Method::POST, "terminals")?
-                .json(request)
-                .timeout(SHELL_TIMEOUT),
-        )?;
-        decode(self.send(request, "/terminals").await?, "/terminals")
+        self.post("/terminals", request, SHELL_TIMEOUT).await
     }
 
     /// `GET /terminals`.
     pub async fn terminals(&self) -> Result<Vec<TerminalInfo>, ClientError> {
-        let request = self.build(
-            self.request(Method::GET, "terminals")?
-                .timeout(SHELL_TIMEOUT),
-        )?;
-        decode(self.send(request, "/terminals").await?, "/terminals")
+        self.call(Method::GET, "/terminals", SHELL_TIMEOUT).await
     }
 
     /// `DELETE /terminals/{id}`: kills what runs on it.
     pub async fn close_terminal(&self, id: &str) -> Result<(), ClientError> {
         let url = self.endpoint(&format!("terminals/{}", path_segment(id)))?;
-        let request = self.build(self.request_to(Method::DELETE, url).timeout(SHELL_TIMEOUT))?;
-        self.send(request, "/terminals/{id}").await.map(drop)
+        let builder = self.request_to(Method::DELETE, url).timeout(SHELL_TIMEOUT);
+        self.fetch_ok(builder, "/terminals/{id}").await
     }
 
     /// Opens the WebSocket of terminal `id` (`GET /terminals/{id}/ws`).

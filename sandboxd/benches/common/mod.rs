@@ -1,22 +1,12 @@
-//! What the sandboxd benchmarks share: starting the daemon and measuring its readiness,
-//! percentiles, and the verdict column.
+//! What the sandboxd benchmarks share: starting the daemon and measuring its readiness, the
+//! report's heading and rows, and the verdict column (the statistics are `testkit::bench`'s).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use testkit::bench::ms;
+
 const BIN: &str = env!("CARGO_BIN_EXE_sandboxd");
-
-/// The `p` quantile (0..=1) of `samples` (sorted in place).
-pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[idx]
-}
-
-/// Milliseconds.
-pub fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 /// The report's first lines: `title` with the machine's cores (and `detail` after them), then
 /// the column headings over a name column `width` wide.

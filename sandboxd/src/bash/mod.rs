@@ -24,7 +24,7 @@ mod spool;
 pub(crate) use actor::BashShell;
 pub(crate) use observe::python_float;
 pub use pty::SpawnError;
-pub(crate) use pty::kill_session;
+pub(crate) use pty::{exit_code, kill_session};
 pub(crate) use shell::ShellConfig;
 pub use shell::ShellError;
 pub(crate) use spool::SpoolBudget;

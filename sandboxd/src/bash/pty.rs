@@ -179,13 +179,7 @@ impl Pty {
         std::thread::Builder::new()
             .name(format!("pty-wait-{pid}"))
             .spawn(move || {
-                let status = match child.wait() {
-                    Ok(status) => match status.signal() {
-                        Some(_) => 128 + 9,
-                        None => i64::from(status.exit_code()),
-                    },
-                    Err(_) => -1,
-                };
+                let status = exit_code(child.wait());
                 let _ = events_tx.blocking_send(PtyEvent::Exited(status));
             })?;
 
@@ -288,6 +282,19 @@ fn set_mode(slave: &File, mode: Mode) -> nix::Result<()> {
         Mode::Program => t.local_flags.insert(LocalFlags::ICANON),
     }
     termios::tcsetattr(slave, SetArg::TCSANOW, &t)
+}
+
+/// The exit code of a program on a PTY, from waiting for it: its own; 137 (128 + SIGKILL, the
+/// signal its session is ended with) when any signal killed it; −1 when it could not be waited
+/// for.
+pub(crate) fn exit_code(waited: std::io::Result<portable_pty::ExitStatus>) -> i64 {
+    match waited {
+        Ok(status) => match status.signal() {
+            Some(_) => 128 + 9,
+            None => i64::from(status.exit_code()),
+        },
+        Err(_) => -1,
+    }
 }
 
 /// SIGKILLs every process whose session id is `sid`, then the group, then the leader.

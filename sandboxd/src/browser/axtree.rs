@@ -8,6 +8,8 @@ use std::collections::{HashMap, HashSet};
 use sandbox_common::py_repr_str;
 use serde_json::Value;
 
+use super::cdp::items;
+
 /// Roles never printed (their children are, one level up).
 const IGNORED_ROLES: &[&str] = &["LineBreak", "InlineTextBox"];
 /// Properties never printed.
@@ -64,11 +66,7 @@ pub(crate) fn flatten(nodes: &[Value], clickable: &HashSet<String>) -> String {
             out.push_str(&line);
         }
         let child_depth = if printed { depth + 1 } else { depth };
-        let children: Vec<usize> = node
-            .get("childIds")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+        let children: Vec<usize> = items(node, "childIds")
             .filter_map(Value::as_str)
             .filter(|c| Some(*c) != id_of(node))
             .filter_map(|c| index.get(c).copied())
@@ -111,12 +109,7 @@ fn render(
     };
     let bid = node.get("browsergym_id").and_then(Value::as_str);
     let mut attributes = Vec::new();
-    for property in node
-        .get("properties")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for property in items(node, "properties") {
         let (Some(prop), Some(value)) = (
             property.get("name").and_then(Value::as_str),
             inner_value(property.get("value")),

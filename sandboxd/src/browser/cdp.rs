@@ -195,3 +195,21 @@ fn dispatch(mut message: Value, pending: &Pending, events: &broadcast::Sender<Ev
         });
     }
 }
+
+/// The text at `key` of a DevTools object, empty when there is none.
+pub(super) fn text_at(object: &Value, key: &str) -> String {
+    object
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The items of the array at `key` of a DevTools object, none when there is no array.
+pub(super) fn items<'a>(object: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    object
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}

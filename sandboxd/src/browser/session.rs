@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use super::cdp::{Cdp, CdpError, Event};
+use super::cdp::{Cdp, CdpError, Event, items, text_at};
 use super::scripts;
 use super::{BrowserConfig, Viewport};
 use crate::child::{self, ChildSpec, Group};
@@ -212,11 +212,7 @@ impl Session {
 
     async fn page_targets(&self) -> Result<Vec<(String, String)>, CdpError> {
         let answer = self.cdp.call(None, "Target.getTargets", json!({})).await?;
-        Ok(answer
-            .get("targetInfos")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+        Ok(items(&answer, "targetInfos")
             .filter(|t| t.get("type").and_then(Value::as_str) == Some("page"))
             .filter_map(|t| {
                 Some((
@@ -237,11 +233,7 @@ impl Session {
                 json!({"targetId": target, "flatten": true}),
             )
             .await?;
-        let session = answer
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let session = text_at(&answer, "sessionId");
         self.cdp
             .call(Some(&session), "Page.enable", json!({}))
             .await?;
@@ -268,11 +260,7 @@ impl Session {
             .cdp
             .call(None, "Target.createTarget", json!({"url": "about:blank"}))
             .await?;
-        let target = answer
-            .get("targetId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let target = text_at(&answer, "targetId");
         self.attach(&target).await
     }
 
@@ -547,11 +535,7 @@ impl Session {
                 json!({"format": "png", "optimizeForSpeed": true}),
             )
             .await?;
-        Ok(answer
-            .get("data")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned())
+        Ok(text_at(&answer, "data"))
     }
 
     /// The screenshot with the bids of `bids` drawn over their elements.
@@ -630,11 +614,7 @@ struct SnapshotElement {
 
 /// The elements with bids in a `DOMSnapshot.captureSnapshot` answer (every document).
 fn snapshot_elements(snapshot: &Value) -> Vec<SnapshotElement> {
-    let strings: Vec<&str> = snapshot
-        .get("strings")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let strings: Vec<&str> = items(snapshot, "strings")
         .map(|s| s.as_str().unwrap_or_default())
         .collect();
     let string = |v: &Value| {
@@ -643,12 +623,7 @@ fn snapshot_elements(snapshot: &Value) -> Vec<SnapshotElement> {
             .copied()
     };
     let mut out = Vec::new();
-    for doc in snapshot
-        .get("documents")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for doc in items(snapshot, "documents") {
         let nodes = &doc["nodes"];
         let backend = nodes["backendNodeId"].as_array();
         let attributes = nodes["attributes"].as_array();

@@ -6,10 +6,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{Value, json};
+use testkit::bid_of;
 
 use crate::common::{Options, Sandbox, content, eventually};
-
-const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/site");
 
 /// A sandbox with the browser on, serving the test site from its workspace; its base URL.
 async fn serving() -> (Sandbox, String) {
@@ -18,9 +17,7 @@ async fn serving() -> (Sandbox, String) {
         ..Options::default()
     })
     .await;
-    for file in ["index.html", "second.html", "serve.py"] {
-        std::fs::copy(Path::new(SITE).join(file), sb.ws.join(file)).unwrap();
-    }
+    testkit::copy_site(&sb.ws);
     let obs = sb
         .run(&format!(
             "cd {} && (python3 serve.py &) ; echo started",
@@ -32,6 +29,11 @@ async fn serving() -> (Sandbox, String) {
     eventually("the site's server", || port_file.exists()).await;
     let port = std::fs::read_to_string(&port_file).unwrap();
     (sb, format!("http://127.0.0.1:{}", port.trim()))
+}
+
+async fn browse(sb: &Sandbox, url: &str) -> Value {
+    sb.act(json!({"action": "browse", "args": {"url": url}}))
+        .await
 }
 
 async fn interact(sb: &Sandbox, actions: &str) -> Value {
@@ -51,16 +53,6 @@ fn tree(obs: &Value) -> &str {
         .unwrap()]
 }
 
-/// The bid of the line of `tree` that contains `what`.
-fn bid(tree: &str, what: &str) -> String {
-    let line = tree
-        .lines()
-        .find(|l| l.contains(what))
-        .unwrap_or_else(|| panic!("no {what} in\n{tree}"));
-    let line = line.trim_start();
-    line[1..line.find(']').unwrap()].to_owned()
-}
-
 fn assert_png(data_url: &Value) -> (u32, u32) {
     let b64 = data_url
         .as_str()
@@ -78,9 +70,7 @@ fn assert_png(data_url: &Value) -> (u32, u32) {
 #[tokio::test(flavor = "multi_thread")]
 async fn browse_answers_the_page_as_markdown() {
     let (sb, base) = serving().await;
-    let obs = sb
-        .act(json!({"action": "browse", "args": {"url": format!("{base}/index.html")}}))
-        .await;
+    let obs = browse(&sb, &format!("{base}/index.html")).await;
     assert_eq!(obs["observation"], "browse", "{obs}");
     let url = format!("{base}/index.html");
     assert_eq!(
@@ -167,10 +157,10 @@ async fn a_form_is_filled_and_sent_a_link_followed_and_history_walked() {
     ];
     assert_eq!(page, expected.join("\n").replace("BASE", &base));
     let (name, color, send, link) = (
-        bid(&page, "textbox 'Name'"),
-        bid(&page, "combobox"),
-        bid(&page, "button 'Send'"),
-        bid(&page, "link 'link to the second page'"),
+        bid_of(&page, "textbox 'Name'"),
+        bid_of(&page, "combobox"),
+        bid_of(&page, "button 'Send'"),
+        bid_of(&page, "link 'link to the second page'"),
     );
     assert_eq!(assert_png(&obs["extras"]["set_of_marks"]), (1280, 720));
 
@@ -191,7 +181,7 @@ async fn a_form_is_filled_and_sent_a_link_followed_and_history_walked() {
         filled.contains(&format!("[{color}] combobox '' value='Green'")),
         "{filled}"
     );
-    assert_eq!(bid(filled, "button 'Send'"), send);
+    assert_eq!(bid_of(filled, "button 'Send'"), send);
 
     // Send: the form's GET lands on the second page.
     let obs = interact(&sb, &format!("click('{send}')")).await;
@@ -323,9 +313,7 @@ fn chromium_of(sandboxd: u32) -> Option<u32> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_browser_that_crashed_is_started_again() {
     let (sb, base) = serving().await;
-    let obs = sb
-        .act(json!({"action": "browse", "args": {"url": format!("{base}/second.html")}}))
-        .await;
+    let obs = browse(&sb, &format!("{base}/second.html")).await;
     assert_eq!(obs["extras"]["error"], false, "{obs}");
     let chromium = chromium_of(sb.pid()).expect("a running browser");
     let killed = nix::sys::signal::kill(
@@ -337,9 +325,7 @@ async fn a_browser_that_crashed_is_started_again() {
         !Path::new(&format!("/proc/{chromium}")).exists() || chromium_of(sb.pid()) != Some(chromium)
     })
     .await;
-    let obs = sb
-        .act(json!({"action": "browse", "args": {"url": format!("{base}/index.html")}}))
-        .await;
+    let obs = browse(&sb, &format!("{base}/index.html")).await;
     assert_eq!(obs["observation"], "browse", "{obs}");
     assert!(content(&obs).contains("# Hello form"), "{}", content(&obs));
     let again = chromium_of(sb.pid()).expect("a new browser");

@@ -146,18 +146,10 @@ impl Sandbox {
         req
     }
 
-    /// POST a raw body (already JSON) to `/execute_action`.
+    /// POSTs `body` to `path`: the status and the JSON answer (its text as a JSON string when
+    /// it is not JSON).
     pub async fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
-        let resp = self
-            .request(reqwest::Method::POST, path)
-            .json(body)
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
+        testkit::status_and_json(self.request(reqwest::Method::POST, path).json(body)).await
     }
 
     /// Executes an action and returns the observation; panics on a non-200 answer.

@@ -11,15 +11,12 @@ const CONFIGURE_KEY: &str = "configure-sekret";
 
 /// Sends `action` to the sandboxd at `url` with `key`; its JSON answer.
 async fn observe(http: &reqwest::Client, url: &str, key: &str, action: Value) -> Value {
-    http.post(format!("{url}/execute_action"))
-        .header("X-Session-API-Key", key)
-        .json(&json!({ "action": action }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    testkit::json_answer(
+        http.post(format!("{url}/execute_action"))
+            .header("X-Session-API-Key", key)
+            .json(&json!({ "action": action })),
+    )
+    .await
 }
 
 fn sandboxd() -> Command {

@@ -225,10 +225,7 @@ async fn an_absurd_no_change_timeout_is_refused_at_start() {
 #[tokio::test]
 async fn alive_tells_when_no_shell_can_start_and_a_new_shell_says_why() {
     let sb = Sandbox::start().await;
-    let alive = || async {
-        let resp = sb.request(Method::GET, "/alive").send().await.unwrap();
-        (resp.status().as_u16(), resp.text().await.unwrap())
-    };
+    let alive = || testkit::status_and_text(sb.request(Method::GET, "/alive"));
     assert_eq!(alive().await.0, 200);
     // The shell's directory and the workspace go away, then the shell ends.
     std::fs::create_dir(sb.ws.join("sub")).unwrap();

@@ -5,18 +5,13 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-/// The JSON body of `GET url`.
-async fn get_json(client: &reqwest::Client, url: &str) -> Value {
-    client.get(url).send().await.unwrap().json().await.unwrap()
-}
-
 #[tokio::test]
 async fn alive_and_server_info_are_open_everything_else_needs_the_key() {
     let sb = Sandbox::start().await;
     let plain = reqwest::Client::new();
-    let alive: Value = get_json(&plain, &format!("{}/alive", sb.url)).await;
+    let alive = testkit::json_answer(plain.get(format!("{}/alive", sb.url))).await;
     assert_eq!(alive, json!({"status": "ok"}));
-    let info: Value = get_json(&plain, &format!("{}/server_info", sb.url)).await;
+    let info = testkit::json_answer(plain.get(format!("{}/server_info", sb.url))).await;
     for key in ["uptime", "idle_time"] {
         assert!(info[key].is_f64(), "{info}");
     }
@@ -144,14 +139,7 @@ async fn bad_requests_get_the_reference_errors_and_the_server_survives() {
     let (status, body) = sb.post_json("/update_mcp_server", &json!([])).await;
     assert_eq!(status, 200);
     assert_eq!(body["detail"], json!("MCP server updated successfully"));
-    let token: Value = sb
-        .request(Method::GET, "/vscode/connection_token")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let token = testkit::json_answer(sb.request(Method::GET, "/vscode/connection_token")).await;
     assert_eq!(token, json!({"token": null}));
     assert_eq!(content(&sb.run("echo still-alive").await), "still-alive");
 }

@@ -15,6 +15,16 @@ fn typed(sb: &Sandbox) -> SandboxClient {
     SandboxClient::new(&sb.url, Some(KEY.to_owned())).unwrap()
 }
 
+/// Panics unless `answer` is the server's refusal with HTTP `status`.
+#[track_caller]
+fn assert_refused<T: std::fmt::Debug>(answer: Result<T, ClientError>, status: u16) {
+    let err = answer.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Http { status: got, .. } if got == status),
+        "{err}"
+    );
+}
+
 /// A retried request with the same key runs its command once, also when the first request's
 /// client gave up before the answer: the retry waits for it (a counter file proves it).
 #[tokio::test]
@@ -29,21 +39,15 @@ async fn a_retried_request_with_the_same_key_runs_its_command_once() {
             .header("Idempotency-Key", "job-1")
             .timeout(timeout)
             .json(&body)
-            .send()
     };
     // The first client gives up while the command runs; the command goes on.
-    let first = send(Duration::from_millis(300)).await;
+    let first = send(Duration::from_millis(300)).send().await;
     assert!(first.is_err(), "{first:?}");
-    let retry = send(Duration::from_secs(30)).await.unwrap();
+    let retry = send(Duration::from_secs(30)).send().await.unwrap();
     assert_eq!(retry.status(), 200);
     let obs: serde_json::Value = retry.json().await.unwrap();
     assert_output(&obs, "done");
-    let again: serde_json::Value = send(Duration::from_secs(30))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let again = testkit::json_answer(send(Duration::from_secs(30))).await;
     assert_eq!(again, obs, "a finished key replays its answer");
     assert_eq!(std::fs::read_to_string(&counter).unwrap(), "ran\n");
 
@@ -64,16 +68,12 @@ async fn a_retried_request_with_the_same_key_runs_its_command_once() {
         .unwrap();
     assert_eq!(run.observation.content, "other");
     // A bad key is one clear 400.
-    let (status, body) = {
-        let resp = sb
-            .request(reqwest::Method::POST, "/execute_action")
+    let (status, body) = testkit::status_and_text(
+        sb.request(reqwest::Method::POST, "/execute_action")
             .header("Idempotency-Key", "x".repeat(300))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        (resp.status().as_u16(), resp.text().await.unwrap())
-    };
+            .json(&body),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("Idempotency-Key"), "{body}");
 }
@@ -124,13 +124,10 @@ async fn a_conditional_write_that_lost_the_race_is_refused() {
     edit.old_str = Some("winner".into());
     edit.new_str = Some("edited".into());
     let edit = Action::from(ActionKind::Edit(edit));
-    let err = c
-        .execute_with(&edit, &ExecuteOptions::if_match(&hash))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 412, .. }),
-        "{err}"
+    assert_refused(
+        c.execute_with(&edit, &ExecuteOptions::if_match(&hash))
+            .await,
+        412,
     );
     let done = c
         .execute_with(&edit, &ExecuteOptions::if_match(&new_hash))
@@ -155,13 +152,10 @@ async fn a_conditional_write_that_lost_the_race_is_refused() {
         matches!(&err, ClientError::Http { status: 412, detail, .. } if detail.contains("no longer")),
         "{err}"
     );
-    let err = c
-        .execute_with(&write("again"), &ExecuteOptions::if_match("md5:x"))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 400, .. }),
-        "{err}"
+    assert_refused(
+        c.execute_with(&write("again"), &ExecuteOptions::if_match("md5:x"))
+            .await,
+        400,
     );
     // Without conditions nothing changes: the plain API answers as before.
     let obs = sb
@@ -259,16 +253,8 @@ async fn a_streamed_cell_arrives_in_chunks() {
 async fn another_connection_attaches_to_a_running_command() {
     let sb = Sandbox::start().await;
     let c = typed(&sb);
-    let err = c.attach("default").await.unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 409, .. }),
-        "{err}"
-    );
-    let err = c.attach("nope").await.unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 404, .. }),
-        "{err}"
-    );
+    assert_refused(c.attach("default").await, 409);
+    assert_refused(c.attach("nope").await, 404);
     let marker = sb.ws.join("go");
     let command = format!(
         "echo before; while [ ! -e {} ]; do sleep 0.1; done; echo after",
@@ -329,27 +315,9 @@ async fn two_shells_with_different_cwds_run_in_parallel() {
         .unwrap();
     assert_eq!(a.cwd.as_deref(), Some(sb.ws.join("a").to_str().unwrap()));
     c.create_shell(&shell("b", "b", &[])).await.unwrap();
-    let err = c.create_shell(&shell("a", "b", &[])).await.unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 409, .. }),
-        "{err}"
-    );
-    let err = c
-        .create_shell(&shell("bad/id", "b", &[]))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 400, .. }),
-        "{err}"
-    );
-    let err = c
-        .create_shell(&shell("c", "missing", &[]))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 400, .. }),
-        "{err}"
-    );
+    assert_refused(c.create_shell(&shell("a", "b", &[])).await, 409);
+    assert_refused(c.create_shell(&shell("bad/id", "b", &[])).await, 400);
+    assert_refused(c.create_shell(&shell("c", "missing", &[])).await, 400);
 
     // Both run at once: each waits for the other's file, so neither could finish alone.
     let (fa, fb) = (sb.ws.join("a/ready"), sb.ws.join("b/ready"));
@@ -407,27 +375,16 @@ async fn two_shells_with_different_cwds_run_in_parallel() {
         .collect();
     assert_eq!(ids, ["default", "a", "b"]);
     c.close_shell("a").await.unwrap();
-    let err = c
-        .execute_with(
+    assert_refused(
+        c.execute_with(
             &client::run_action("true", None),
             &ExecuteOptions::in_shell("a"),
         )
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 404, .. }),
-        "{err}"
+        .await,
+        404,
     );
-    let err = c.close_shell("default").await.unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 409, .. }),
-        "{err}"
-    );
-    let err = c.close_shell("a").await.unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 404, .. }),
-        "{err}"
-    );
+    assert_refused(c.close_shell("default").await, 409);
+    assert_refused(c.close_shell("a").await, 404);
 }
 
 /// The pid a command printed as `PID=N` (among bash's job lines).
@@ -506,21 +463,14 @@ async fn a_signal_reaches_a_whole_process_tree() {
         [lone]
     );
     eventually("the sleep is gone", || dead(lone)).await;
-    let err = c
-        .signal(1, SignalSpec::Name("TERM".into()), false)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 404, .. }),
-        "{err}"
+    assert_refused(
+        c.signal(1, SignalSpec::Name("TERM".into()), false).await,
+        404,
     );
-    let err = c
-        .signal(parent, SignalSpec::Name("SIGNOPE".into()), false)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 400, .. }),
-        "{err}"
+    assert_refused(
+        c.signal(parent, SignalSpec::Name("SIGNOPE".into()), false)
+            .await,
+        400,
     );
 }
 
@@ -621,11 +571,7 @@ async fn a_websocket_terminal_resizes_signals_and_keeps_its_scrollback() {
     assert_eq!(end, protocol::api::TerminalEvent::Exit { code: 3 });
     assert_eq!(c.terminals().await.unwrap()[0].exit_code, Some(3));
     c.close_terminal("t1").await.unwrap();
-    let err = c.attach_terminal("t1").await.unwrap_err();
-    assert!(
-        matches!(err, ClientError::Http { status: 404, .. }),
-        "{err}"
-    );
+    assert_refused(c.attach_terminal("t1").await, 404);
 }
 
 /// `sbx attach` with input from a pipe: a new terminal runs the program, the typed lines reach

@@ -1,7 +1,15 @@
+//! Unit tests of `recall/microagent.rs`.
+
 use super::{Input, Kind, Microagent, TASK_INPUTS_PROMPT, third_party_name};
 
 fn parse(text: &str) -> Microagent {
     Microagent::parse("/ws/.openhands/microagents/x.md", None, text).unwrap()
+}
+
+/// `text` as the file `NAME.md` of the workspace's microagents directory, named after it.
+fn parse_named(name: &str, text: &str) -> Microagent {
+    let path = format!("/ws/.openhands/microagents/{name}.md");
+    Microagent::parse(&path, Some(name), text).unwrap()
 }
 
 fn problem(text: &str) -> String {
@@ -12,12 +20,7 @@ fn problem(text: &str) -> String {
 
 #[test]
 fn a_file_without_front_matter_is_a_repo_microagent_with_its_trimmed_text() {
-    let agent = Microagent::parse(
-        "/ws/.openhands/microagents/repo.md",
-        Some("repo"),
-        "\n  Use cargo.\n\n",
-    )
-    .unwrap();
+    let agent = parse_named("repo", "\n  Use cargo.\n\n");
     assert_eq!(agent.name, "repo");
     assert_eq!(agent.kind, Kind::Repo);
     assert_eq!(agent.content, "Use cargo.");
@@ -34,12 +37,7 @@ fn triggers_make_a_knowledge_microagent_and_the_type_key_does_not_decide() {
     assert_eq!(agent.triggers, ["npm", "yarn"]);
     assert_eq!(agent.content, "Use npm ci.");
     // A derived name (the path below the microagents directory) wins over the front matter's.
-    let named = Microagent::parse(
-        "/ws/.openhands/microagents/sub/tool.md",
-        Some("sub/tool"),
-        "---\nname: other\ntriggers: [x]\n---\nbody",
-    )
-    .unwrap();
+    let named = parse_named("sub/tool", "---\nname: other\ntriggers: [x]\n---\nbody");
     assert_eq!(named.name, "sub/tool");
 }
 

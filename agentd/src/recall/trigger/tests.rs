@@ -1,78 +1,94 @@
+//! Unit tests of `recall/trigger.rs`.
+
 use super::first_match;
 
-fn triggers(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| (*s).to_string()).collect()
+/// Asserts, for each `(message, expected)`, that the first of `triggers` found in `message` is
+/// `expected`.
+fn assert_first_matches(triggers: &[&str], cases: &[(&str, Option<&str>)]) {
+    let triggers: Vec<String> = triggers.iter().map(|s| (*s).to_string()).collect();
+    for (message, expected) in cases {
+        assert_eq!(
+            first_match(&triggers, message),
+            *expected,
+            "{triggers:?} in {message:?}"
+        );
+    }
 }
 
 #[test]
 fn a_trigger_fires_on_whole_words_only_regression_digit_fired_git() {
-    let git = triggers(&["git"]);
-    for message in [
-        "use git",
-        "Git, please",
-        "GIT",
-        "install git-lfs",
-        "two gits",
-        "(git)",
-    ] {
-        assert_eq!(first_match(&git, message), Some("git"), "{message}");
-    }
-    for message in ["a digit", "open github", "legit", "gitignore", "git_dir"] {
-        assert_eq!(first_match(&git, message), None, "{message}");
-    }
+    assert_first_matches(
+        &["git"],
+        &[
+            ("use git", Some("git")),
+            ("Git, please", Some("git")),
+            ("GIT", Some("git")),
+            ("install git-lfs", Some("git")),
+            ("two gits", Some("git")),
+            ("(git)", Some("git")),
+            ("a digit", None),
+            ("open github", None),
+            ("legit", None),
+            ("gitignore", None),
+            ("git_dir", None),
+        ],
+    );
 }
 
 #[test]
 fn plural_endings_count_as_the_word() {
-    let container = triggers(&["container", "box"]);
-    assert_eq!(
-        first_match(&container, "start two containers"),
-        Some("container")
+    assert_first_matches(
+        &["container", "box"],
+        &[
+            ("start two containers", Some("container")),
+            ("many boxes.", Some("box")),
+            ("containerd is running", None),
+            ("boxing", None),
+        ],
     );
-    assert_eq!(first_match(&container, "many boxes."), Some("box"));
-    assert_eq!(first_match(&container, "containerd is running"), None);
-    assert_eq!(first_match(&container, "boxing"), None);
 }
 
 #[test]
 fn triggers_that_begin_or_end_with_a_symbol_check_only_their_word_ends() {
-    let task = triggers(&["/codereview"]);
-    assert_eq!(
-        first_match(&task, "please /codereview this"),
-        Some("/codereview")
+    assert_first_matches(
+        &["/codereview"],
+        &[
+            ("please /codereview this", Some("/codereview")),
+            ("x/codereview", Some("/codereview")),
+            ("/codereviewer", None),
+        ],
     );
-    assert_eq!(first_match(&task, "x/codereview"), Some("/codereview"));
-    assert_eq!(first_match(&task, "/codereviewer"), None);
-    let cpp = triggers(&["c++"]);
-    assert_eq!(first_match(&cpp, "modern C++17 code"), Some("c++"));
-    assert_eq!(first_match(&cpp, "abc++"), None);
+    assert_first_matches(
+        &["c++"],
+        &[("modern C++17 code", Some("c++")), ("abc++", None)],
+    );
 }
 
 #[test]
 fn the_first_trigger_in_order_is_reported_as_written() {
-    let list = triggers(&["GitHub", "git"]);
-    assert_eq!(
-        first_match(&list, "push to github with git"),
-        Some("GitHub")
+    assert_first_matches(
+        &["GitHub", "git"],
+        &[
+            ("push to github with git", Some("GitHub")),
+            ("only git here", Some("git")),
+        ],
     );
-    assert_eq!(first_match(&list, "only git here"), Some("git"));
-    let words = triggers(&["remote server"]);
-    assert_eq!(
-        first_match(&words, "log in to the Remote Server now"),
-        Some("remote server")
+    assert_first_matches(
+        &["remote server"],
+        &[
+            ("log in to the Remote Server now", Some("remote server")),
+            ("remote  server", None),
+        ],
     );
-    assert_eq!(first_match(&words, "remote  server"), None);
-    assert_eq!(first_match(&triggers(&["", "  "]), "anything"), None);
-    assert_eq!(first_match(&triggers(&["git"]), ""), None);
+    assert_first_matches(&["", "  "], &[("anything", None)]);
+    assert_first_matches(&["git"], &[("", None)]);
 }
 
 #[test]
 fn non_ascii_messages_are_matched_on_characters() {
-    let list = triggers(&["über"]);
-    assert_eq!(first_match(&list, "Ärger über Über"), Some("über"));
-    assert_eq!(first_match(&list, "xüber"), None);
-    assert_eq!(
-        first_match(&triggers(&["git"]), "İgit ǅgit git"),
-        Some("git")
+    assert_first_matches(
+        &["über"],
+        &[("Ärger über Über", Some("über")), ("xüber", None)],
     );
+    assert_first_matches(&["git"], &[("İgit ǅgit git", Some("git"))]);
 }
