@@ -531,9 +531,13 @@ async fn a_websocket_terminal_resizes_signals_and_keeps_its_scrollback() {
     // A signal to the foreground program: `sleep` ends, the shell answers again.
     second.input(b"sleep 100\n").await.unwrap();
     let shell = info.pid;
+    // Until the foreground group's leader has become `sleep`: before its exec the forked bash
+    // still has the interactive shell's SIGINT handling, and a signal then is lost.
     eventually("sleep is the terminal's foreground job", || {
         sandbox_common::ProcStat::read(shell)
-            .is_some_and(|s| s.tpgid > 0 && s.tpgid.unsigned_abs() != shell)
+            .filter(|s| s.tpgid > 0 && s.tpgid.unsigned_abs() != shell)
+            .and_then(|s| sandbox_common::ProcStat::read(s.tpgid.unsigned_abs()))
+            .is_some_and(|leader| leader.comm == "sleep")
     })
     .await;
     second.signal(SignalSpec::Name("INT".into())).await.unwrap();
