@@ -9,7 +9,10 @@ use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use serde_json::json;
 use testkit::{FakeLlm, Reply};
 
-use super::{run, session_events, state, succeeded, text};
+use super::{
+    actions, assert_finished_after_delegating, delegate_to, delegation, observations, run,
+    session_events, state, succeeded, system_message, text, tool_names, tool_results, write_files,
+};
 
 /// A small repository: an order total computed in one module, rounded in another, called by
 /// a script.
@@ -29,11 +32,7 @@ fn write_workspace(workspace: &Path) {
             "from shop.billing import compute_bill\n\n\ndef main(order):\n    print(compute_bill(order))\n",
         ),
     ];
-    for (path, content) in files {
-        let path = workspace.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
+    write_files(workspace, &files);
 }
 
 /// Every file under `dir` with its content.
@@ -56,13 +55,10 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// The agent's cells, in order.
 fn cells(events: &[Event]) -> Vec<&str> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Action(a) if a.source == Some(EventSource::Agent) => match &a.kind {
-                ActionKind::RunIpython(cell) => Some(cell.code.as_str()),
-                _ => None,
-            },
+    actions(events)
+        .filter(|a| a.source == Some(EventSource::Agent))
+        .filter_map(|a| match &a.kind {
+            ActionKind::RunIpython(cell) => Some(cell.code.as_str()),
             _ => None,
         })
         .collect()
@@ -70,16 +66,19 @@ fn cells(events: &[Event]) -> Vec<&str> {
 
 /// What the kernel printed for each cell, in order.
 fn cell_outputs(events: &[Event]) -> Vec<&str> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Observation(o) if matches!(o.kind, ObservationKind::RunIpython(_)) => {
-                Some(o.content.as_str())
-            }
-            _ => None,
-        })
+    observations(events)
+        .filter(|o| matches!(o.kind, ObservationKind::RunIpython(_)))
+        .map(|o| o.content.as_str())
         .collect()
 }
+
+/// The tools LocAgent is offered, in order.
+const LOC_TOOLS: [&str; 4] = [
+    "finish",
+    "search_code_snippets",
+    "get_entity_contents",
+    "explore_tree_structure",
+];
 
 const LOCATIONS: &str = "shop/billing.py:compute_bill (lines 4-6): computes the bill\nshop/util.py:round_cents (lines 1-2): rounds it";
 
@@ -118,17 +117,10 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
     );
 
     let events = session_events(dir.path());
-    let system = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Action(a) => match &a.kind {
-                ActionKind::System(s) => Some(s),
-                _ => None,
-            },
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(system.agent_class.as_deref(), Some("LocAgent"));
+    assert_eq!(
+        system_message(&events).agent_class.as_deref(),
+        Some("LocAgent")
+    );
 
     // The calls as the reference writes them; the first one defines the functions first.
     let cells = cells(&events);
@@ -189,29 +181,9 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
     // The model saw them as its calls' results, with its own tools and prompt.
     let requests = fake.requests();
     assert_eq!(requests.len(), 4);
-    let tools: Vec<&str> = requests[0]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        tools,
-        [
-            "finish",
-            "search_code_snippets",
-            "get_entity_contents",
-            "explore_tree_structure"
-        ]
-    );
+    assert_eq!(tool_names(&requests[0]), LOC_TOOLS);
     assert!(text(&requests[0]["messages"][0]).starts_with("You are a code localisation agent."));
-    let results: Vec<String> = requests[3]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(text)
-        .collect();
+    let results = tool_results(&requests[3]);
     assert_eq!(results.len(), 3);
     assert!(
         results[1].contains("invoked by: scripts/report.py:main"),
@@ -232,10 +204,7 @@ async fn codeact_delegates_to_loc_agent_and_gets_its_locations_with_the_counts_r
     write_workspace(&workspace);
     let fake = FakeLlm::start([
         // The CodeAct agent delegates.
-        Reply::tool_calls([(
-            "delegate_to_agent",
-            json!({"agent": "LocAgent", "task": "Where is the bill rounded?"}),
-        )]),
+        delegate_to("LocAgent", "Where is the bill rounded?"),
         // LocAgent searches, then answers.
         Reply::tool_calls([(
             "search_code_snippets",
@@ -278,23 +247,7 @@ async fn codeact_delegates_to_loc_agent_and_gets_its_locations_with_the_counts_r
         "{}",
         outputs[1]
     );
-    let delegate = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Action(a) if matches!(a.kind, ActionKind::Delegate(_)) => Some(a),
-            _ => None,
-        })
-        .unwrap();
-    let answer = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Observation(o) if o.cause == delegate.id => Some(o),
-            _ => None,
-        })
-        .unwrap();
-    let ObservationKind::Delegate(extras) = &answer.kind else {
-        panic!("{answer:?}")
-    };
+    let (_, answer, extras) = delegation(&events);
     assert_eq!(extras.outputs["content"], LOCATIONS);
     assert_eq!(
         answer.content,
@@ -305,34 +258,10 @@ async fn codeact_delegates_to_loc_agent_and_gets_its_locations_with_the_counts_r
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 5);
-    let delegate_tools: Vec<&str> = requests[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        delegate_tools,
-        [
-            "finish",
-            "search_code_snippets",
-            "get_entity_contents",
-            "explore_tree_structure"
-        ]
-    );
+    assert_eq!(tool_names(&requests[1]), LOC_TOOLS);
     // The CodeAct agent's last request: its call, answered by the delegate's locations.
-    let tool_results: Vec<String> = requests[4]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(text)
-        .collect();
-    assert_eq!(tool_results, [LOCATIONS]);
+    assert_eq!(tool_results(&requests[4]), [LOCATIONS]);
 
     // Iterations: 1 delegating step + 3 of the delegate + the final step, one global count.
-    let state = state(dir.path());
-    assert_eq!(state["agent_state"], "finished");
-    assert_eq!(state["iteration"], 5);
-    assert_eq!(state["delegate_level"], 0);
+    assert_finished_after_delegating(dir.path(), 5);
 }
