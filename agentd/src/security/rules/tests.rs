@@ -14,14 +14,7 @@ fn run(command: &str) -> ActionKind {
 }
 
 fn cell(code: &str) -> ActionKind {
-    ActionKind::RunIpython(IPythonRunCellArgs {
-        code: code.to_string(),
-        thought: String::new(),
-        include_extra: true,
-        confirmation_state: Default::default(),
-        security_risk: -1,
-        kernel_init_code: String::new(),
-    })
+    ActionKind::RunIpython(IPythonRunCellArgs::new(code))
 }
 
 /// The table of commands and their expected risks, walked in order; a failure names its row.
