@@ -10,7 +10,7 @@ use serde_json::json;
 use testkit::{FakeLlm, Reply};
 
 use super::{
-    actions, assert_finished_after_delegating, delegate_to, delegation, observations, run,
+    actions, assert_finished_after_delegating, delegate_to, delegation, finish, observations, run,
     session_events, state, succeeded, system_message, text, tool_names, tool_results, write_files,
 };
 
@@ -72,6 +72,14 @@ fn cell_outputs(events: &[Event]) -> Vec<&str> {
         .collect()
 }
 
+/// Checks that each of `wanted` (the index of a kernel output in `outputs`, a text) is in
+/// that output.
+fn assert_outputs_contain(outputs: &[&str], wanted: &[(usize, &str)]) {
+    for &(i, text) in wanted {
+        assert!(outputs[i].contains(text), "{}", outputs[i]);
+    }
+}
+
 /// The tools LocAgent is offered, in order.
 const LOC_TOOLS: [&str; 4] = [
     "finish",
@@ -101,7 +109,7 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
             "get_entity_contents",
             json!({"entity_names": ["shop/billing.py:compute_bill"]}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": LOCATIONS}))]),
+        finish(LOCATIONS),
     ])
     .await;
     succeeded(
@@ -151,15 +159,16 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
         "{}",
         outputs[0]
     );
-    assert!(
-        outputs[0].contains("### shop/billing.py:compute_bill (function, lines 4-6)"),
-        "{}",
-        outputs[0]
-    );
-    assert!(
-        outputs[0].contains("shop/util.py:round_cents (function, lines 1-2)"),
-        "{}",
-        outputs[0]
+    assert_outputs_contain(
+        &outputs,
+        &[
+            (0, "### shop/billing.py:compute_bill (function, lines 4-6)"),
+            (0, "shop/util.py:round_cents (function, lines 1-2)"),
+            (
+                2,
+                "## shop/billing.py:compute_bill (function, lines 4-6)\n      4\tdef compute_bill(order):\n      5\t    \"\"\"The bill of an order, taxes included.\"\"\"\n      6\t    return round_cents(order.total() * 1.2)",
+            ),
+        ],
     );
     assert!(
         outputs[1].starts_with(
@@ -169,13 +178,6 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
         ),
         "{}",
         outputs[1]
-    );
-    assert!(
-        outputs[2].contains(
-            "## shop/billing.py:compute_bill (function, lines 4-6)\n      4\tdef compute_bill(order):\n      5\t    \"\"\"The bill of an order, taxes included.\"\"\"\n      6\t    return round_cents(order.total() * 1.2)"
-        ),
-        "{}",
-        outputs[2]
     );
 
     // The model saw them as its calls' results, with its own tools and prompt.
@@ -214,9 +216,9 @@ async fn codeact_delegates_to_loc_agent_and_gets_its_locations_with_the_counts_r
             "explore_tree_structure",
             json!({"start_entities": ["shop/util.py:round_cents"], "direction": "upstream"}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": LOCATIONS}))]),
+        finish(LOCATIONS),
         // The CodeAct agent reads the answer and finishes.
-        Reply::tool_calls([("finish", json!({"message": "found it"}))]),
+        finish("found it"),
     ])
     .await;
     succeeded(
@@ -235,17 +237,15 @@ async fn codeact_delegates_to_loc_agent_and_gets_its_locations_with_the_counts_r
     // The delegate's searches ran in the kernel.
     let outputs = cell_outputs(&events);
     assert_eq!(outputs.len(), 2, "{outputs:?}");
-    assert!(
-        outputs[0].contains(
-            "1 entity named 'round_cents':\n### shop/util.py:round_cents (function, lines 1-2)"
-        ),
-        "{}",
-        outputs[0]
-    );
-    assert!(
-        outputs[1].contains("invoked by: shop/billing.py:compute_bill [function]"),
-        "{}",
-        outputs[1]
+    assert_outputs_contain(
+        &outputs,
+        &[
+            (
+                0,
+                "1 entity named 'round_cents':\n### shop/util.py:round_cents (function, lines 1-2)",
+            ),
+            (1, "invoked by: shop/billing.py:compute_bill [function]"),
+        ],
     );
     let (_, answer, extras) = delegation(&events);
     assert_eq!(extras.outputs["content"], LOCATIONS);
