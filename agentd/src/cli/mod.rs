@@ -1,6 +1,6 @@
 //! The agentd CLI's subcommands, one module each (`main.rs` only parses and dispatches), and
-//! what several of them share: the exit status of failures, the settings file, overriding a
-//! setting, sizes, and the stop signals.
+//! what several of them share: the exit statuses of failures, the settings file, overriding a
+//! setting, sizes, the servers' listener, and the stop signals.
 
 mod image;
 mod input;

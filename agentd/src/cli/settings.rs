@@ -1,6 +1,6 @@
 //! The settings `agentd run` and `agentd server` both make of their flags and the settings
 //! file: the model (`[llm]`), the CodeAct agent with its condenser and delegates, the Docker
-//! sandbox (`[docker]`), the security analyzer and confirmation mode.
+//! sandbox (`[docker]`), the iteration limit, the security analyzer and confirmation mode.
 
 use agentd::docker::SandboxConfig;
 use agentd::{AGENT_SERVICE, CONDENSER_SERVICE};
