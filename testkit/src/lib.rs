@@ -172,6 +172,11 @@ impl Reply {
         )
     }
 
+    /// A 200 answer that calls the agent's `finish` tool with `message`: the task is done.
+    pub fn finish(message: &str) -> Reply {
+        Reply::tool_calls([("finish", serde_json::json!({ "message": message }))])
+    }
+
     /// Like [`Reply::tool_calls`] with the `arguments` strings as given (they need not be
     /// valid JSON: for malformed-call tests).
     pub fn tool_calls_raw<N: Into<String>, A: Into<String>>(

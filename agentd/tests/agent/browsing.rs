@@ -6,9 +6,7 @@ use std::path::Path;
 use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use testkit::{FakeLlm, Reply, Site};
 
-use crate::{
-    actions, delegate_to, delegation, finish, observations, run, session_events, succeeded,
-};
+use crate::{actions, delegate_to, delegation, observations, run, session_events, succeeded};
 
 /// `dir/ws` for the agent, and the test site served from `dir/site`: its server and the URL of
 /// its first page.
@@ -100,7 +98,7 @@ async fn codeact_hands_a_web_question_to_the_browsing_agent_and_gets_its_answer(
         ),
         open,
         tell,
-        finish("The heading is Hello form"),
+        Reply::finish("The heading is Hello form"),
     ])
     .await;
     succeeded(

@@ -7,7 +7,7 @@ use testkit::{FakeLlm, Reply};
 
 use super::{
     assert_finished_after_delegating, delegate_to, delegation, dir_with_workspace, error_contents,
-    finish, run, session_events, succeeded, tool_names, tool_results,
+    run, session_events, succeeded, tool_names, tool_results,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -28,9 +28,9 @@ async fn codeact_delegates_to_read_only_agent_which_cannot_write_and_answers_wit
         Reply::tool_calls([("execute_bash", json!({"command": "touch intruder.txt"}))]),
         Reply::tool_calls([("grep", json!({"pattern": "answer", "include": "*.txt"}))]),
         Reply::tool_calls([("view", json!({"path": notes}))]),
-        finish("notes.txt says the answer is 42"),
+        Reply::finish("notes.txt says the answer is 42"),
         // The CodeAct agent reads the answer and finishes.
-        finish("42"),
+        Reply::finish("42"),
     ])
     .await;
     succeeded(

@@ -10,7 +10,7 @@ use serde_json::json;
 use testkit::{FakeLlm, Reply};
 
 use super::{
-    actions, assert_finished_after_delegating, delegate_to, delegation, finish, observations, run,
+    actions, assert_finished_after_delegating, delegate_to, delegation, observations, run,
     session_events, state, succeeded, system_message, text, tool_names, tool_results, write_files,
 };
 
@@ -109,7 +109,7 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
             "get_entity_contents",
             json!({"entity_names": ["shop/billing.py:compute_bill"]}),
         )]),
-        finish(LOCATIONS),
+        Reply::finish(LOCATIONS),
     ])
     .await;
     succeeded(
@@ -216,9 +216,9 @@ async fn codeact_delegates_to_loc_agent_and_gets_its_locations_with_the_counts_r
             "explore_tree_structure",
             json!({"start_entities": ["shop/util.py:round_cents"], "direction": "upstream"}),
         )]),
-        finish(LOCATIONS),
+        Reply::finish(LOCATIONS),
         // The CodeAct agent reads the answer and finishes.
-        finish("found it"),
+        Reply::finish("found it"),
     ])
     .await;
     succeeded(

@@ -211,11 +211,6 @@ fn delegation(
     (delegate, answer, extras)
 }
 
-/// The model's call that finishes the task with `message`.
-fn finish(message: &str) -> Reply {
-    Reply::tool_calls([("finish", json!({ "message": message }))])
-}
-
 /// The CodeAct agent's call that hands `task` to `agent`.
 fn delegate_to(agent: &str, task: &str) -> Reply {
     Reply::tool_calls([("delegate_to_agent", json!({"agent": agent, "task": task}))])
@@ -315,7 +310,7 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
             "execute_bash",
             json!({"command": "python3 hello.py", "security_risk": "LOW"}),
         )]),
-        finish("hello.py prints its greeting"),
+        Reply::finish("hello.py prints its greeting"),
     ])
     .await;
     let native_dir = dir.path().join("native");
@@ -498,7 +493,7 @@ async fn several_calls_in_one_answer_run_in_order_and_their_results_follow_the_o
             ("think", json!({"thought": "both should print"})),
             ("execute_bash", json!({"command": "echo second"})),
         ]),
-        finish("ok"),
+        Reply::finish("ok"),
     ])
     .await;
     succeeded(run(dir.path(), dir.path(), &fake, "echo twice", "", &[]).await);
@@ -540,7 +535,7 @@ async fn a_rate_limited_call_is_retried_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeLlm::start([
         Reply::error(429, "Rate limit reached; try again").retry_after("0"),
-        finish("ok"),
+        Reply::finish("ok"),
     ])
     .await;
     let out = succeeded(run(dir.path(), dir.path(), &fake, "finish", "", &[]).await);
@@ -559,7 +554,7 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
         Reply::tool_calls_raw([("execute_bash", "{\"command\": \"ls")]),
         Reply::tool_calls([("rm_everything", json!({}))]),
         Reply::tool_calls([("execute_bash", json!({"command": "echo recovered"}))]),
-        finish("ok"),
+        Reply::finish("ok"),
     ])
     .await;
     succeeded(run(dir.path(), dir.path(), &fake, "recover", "", &[]).await);
@@ -671,7 +666,7 @@ async fn the_llm_summarizing_condenser_records_a_summary_and_the_model_then_sees
             .iter()
             .any(|m| text(m).contains("SUMMARY: the agent echoed"));
         if summarized && steps >= 2 {
-            finish("ok")
+            Reply::finish("ok")
         } else {
             Reply::tool_calls([("execute_bash", json!({"command": format!("echo {steps}")}))])
         }
@@ -734,7 +729,7 @@ async fn a_prompt_over_the_context_window_is_condensed_and_the_run_goes_on() {
             400,
             "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
         ),
-        finish("ok"),
+        Reply::finish("ok"),
     ])
     .await;
     let config = "[condenser]\ntype = \"recent\"\nkeep_first = 2\nmax_events = 100\n";

@@ -70,7 +70,7 @@ async fn a_stdio_server_in_the_sandbox_gives_the_model_its_tools_and_their_resul
     let fake = FakeLlm::start([
         Reply::tool_calls([("echo", json!({"text": "hi"}))]),
         Reply::tool_calls([("image", json!({}))]),
-        finish("the server answered"),
+        Reply::finish("the server answered"),
     ])
     .await;
     succeeded(
@@ -155,7 +155,7 @@ async fn streamable_http_and_sse_servers_on_the_host_work_the_same_way_prompted_
             vec![
                 Reply::tool_calls([("web_echo", json!({"text": "one"}))]),
                 Reply::tool_calls([("old_echo", json!({"text": "two"}))]),
-                finish("both answered"),
+                Reply::finish("both answered"),
             ]
         };
         let fake = FakeLlm::start(replies).await;
@@ -219,7 +219,7 @@ async fn a_crash_mid_call_is_an_error_observation_and_the_run_goes_on() {
         Reply::tool_calls([("crash", json!({"message": "out of cheese"}))]),
         Reply::tool_calls([("fail", json!({}))]),
         Reply::tool_calls([("echo", json!({"text": "still there?"}))]),
-        finish("it recovered"),
+        Reply::finish("it recovered"),
     ])
     .await;
     let out = succeeded(run(dir.path(), &workspace, &fake, "Break it.", &settings, &[]).await);

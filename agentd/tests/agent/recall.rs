@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use testkit::{FakeLlm, Reply};
 
 use super::{
-    dir_with_workspace, finish, run, run_with_env, session_dir, session_events, state, stderr,
-    succeeded, text, user_messages, write_files,
+    dir_with_workspace, run, run_with_env, session_dir, session_events, state, stderr, succeeded,
+    text, user_messages, write_files,
 };
 
 /// The headless run's automatic reply (OpenHands' `auto_continue_response`).
@@ -79,7 +79,7 @@ async fn a_workspace_with_microagents_gets_the_references_recall_observations() 
             "execute_bash",
             json!({"command": "echo \"setup:$SETUP_DONE\""}),
         )]),
-        finish("done"),
+        Reply::finish("done"),
     ])
     .await;
     let out = succeeded(run(dir.path(), &ws, &fake, "Fix the build.", "", &[]).await);
@@ -223,7 +223,7 @@ async fn a_secret_printed_by_a_command_never_appears_in_clear() {
             "execute_ipython_cell",
             json!({"code": "import os\nprint('py=' + os.environ['MY_SECRET'])"}),
         )]),
-        finish("done"),
+        Reply::finish("done"),
     ])
     .await;
     let out = run_with_env(
@@ -325,7 +325,7 @@ async fn a_task_microagent_gets_its_inputs_or_fails_a_headless_run_that_lacks_th
 
     // With it: the model sees the microagent with its input filled in.
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([finish("ok")]).await;
+    let fake = FakeLlm::start([Reply::finish("ok")]).await;
     succeeded(
         run(
             dir.path(),
@@ -405,7 +405,7 @@ async fn a_repository_is_cloned_set_up_and_gets_its_pre_commit_hook() {
             "execute_bash",
             json!({"command": "pwd && echo x > new.txt && git add new.txt && git -c user.name=a -c user.email=a@a commit -qm change && git log --oneline | wc -l"}),
         )]),
-        finish("done"),
+        Reply::finish("done"),
     ])
     .await;
     let run_dir = dir.path().join("run");
@@ -477,7 +477,7 @@ async fn a_run_resumed_after_an_error_starts_with_the_references_message() {
         .to_string_lossy()
         .into_owned();
 
-    let fake = FakeLlm::start([finish("ok")]).await;
+    let fake = FakeLlm::start([Reply::finish("ok")]).await;
     succeeded(
         run(
             dir.path(),

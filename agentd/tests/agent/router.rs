@@ -5,7 +5,7 @@
 use serde_json::json;
 use testkit::{FakeLlm, Reply};
 
-use super::{dir_with_workspace, finish, run, state, succeeded};
+use super::{dir_with_workspace, run, state, succeeded};
 
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -22,7 +22,7 @@ async fn a_request_with_an_image_goes_to_the_vision_model_and_the_services_sum_t
                 .with_usage(100, 10),
         ])
         .await;
-    let vision = FakeLlm::start([finish("a dot").with_usage(200, 20)]).await;
+    let vision = FakeLlm::start([Reply::finish("a dot").with_usage(200, 20)]).await;
     let config = format!(
         "[llm.prices.\"fake-model\"]\ninput_cost_per_token = 0.001\noutput_cost_per_token = 0.002\n\
          [llm.router.vision]\nmodel = \"fake-vision\"\nbase_url = \"{}\"\napi_key = \"k\"\n\
@@ -93,7 +93,7 @@ async fn a_request_over_the_context_window_goes_to_the_fallback_model_and_later_
     let main = FakeLlm::start([Reply::error(413, "prompt too long")]).await;
     let fallback = FakeLlm::start([
         Reply::tool_calls([("execute_bash", json!({"command": "echo hi"}))]),
-        finish("done"),
+        Reply::finish("done"),
     ])
     .await;
     let config = format!(
@@ -133,7 +133,7 @@ async fn the_condenser_has_a_service_of_its_own_whose_metrics_sum_with_the_agent
             .iter()
             .any(|m| super::text(m).contains("SUMMARY: the agent echoed"));
         let reply = if summarized && steps >= 2 {
-            finish("ok")
+            Reply::finish("ok")
         } else {
             Reply::tool_calls([("execute_bash", json!({"command": format!("echo {steps}")}))])
         };

@@ -5,7 +5,7 @@ use protocol::{Event, ObservationKind};
 use serde_json::json;
 use testkit::{FakeLlm, Reply};
 
-use super::{finish, run, session_dir, session_events, state, succeeded, text};
+use super::{run, session_dir, session_events, state, succeeded, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_plans_its_tasks_and_views_them_back() {
@@ -23,7 +23,7 @@ async fn the_model_plans_its_tasks_and_views_them_back() {
             json!({"command": "plan", "task_list": "oops"}),
         )]),
         Reply::tool_calls([("task_tracker", json!({"command": "view"}))]),
-        finish("planned"),
+        Reply::finish("planned"),
     ])
     .await;
     succeeded(

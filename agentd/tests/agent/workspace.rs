@@ -10,7 +10,7 @@ use std::process::Output;
 use serde_json::json;
 use testkit::{FakeLlm, Reply};
 
-use super::{finish, run, stderr};
+use super::{run, stderr};
 
 /// The model's answers: create calc.py, edit it, run it from bash into out.txt, write a file
 /// from IPython, check who the user is, finish.
@@ -36,7 +36,7 @@ fn script() -> Vec<Reply> {
             "execute_bash",
             json!({"command": "id -u; id -g; cd ~ && pwd"}),
         )]),
-        finish("calc.py prints 5"),
+        Reply::finish("calc.py prints 5"),
     ]
 }
 
@@ -147,7 +147,7 @@ async fn a_run_whose_every_action_was_denied_is_not_finished_and_says_why() {
             "str_replace_editor",
             json!({"command": "create", "path": "/usr/calc.py", "file_text": "print(5)\n"}),
         )]),
-        finish("done"),
+        Reply::finish("done"),
     ])
     .await;
     // No disk limit: with one, the root is read-only, and the writes fail for that first.
