@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use protocol::{ActionKind, Event, EventSource, ObservationKind};
-use testkit::{FakeLlm, Reply, Site};
+use testkit::{Reply, Site};
 
-use crate::{actions, delegate_to, delegation, observations, run, session_events, succeeded};
+use crate::{actions, delegate_to, delegation, observations, run_scripted, session_events};
 
 /// `dir/ws` for the agent, and the test site served from `dir/site`: its server and the URL of
 /// its first page.
@@ -36,18 +36,15 @@ fn browsed(events: &[Event], page: &str) -> bool {
 async fn the_browsing_agent_reads_a_page_and_answers_the_user() {
     let dir = tempfile::tempdir().unwrap();
     let (ws, _site, page) = workspace_and_site(dir.path()).await;
-    let fake = FakeLlm::start(browse_and_tell(&page)).await;
-    succeeded(
-        run(
-            dir.path(),
-            &ws,
-            &fake,
-            "What does the heading of the page say?",
-            "",
-            &["--agent", "BrowsingAgent"],
-        )
-        .await,
-    );
+    let fake = run_scripted(
+        dir.path(),
+        &ws,
+        browse_and_tell(&page),
+        "What does the heading of the page say?",
+        "",
+        &["--agent", "BrowsingAgent"],
+    )
+    .await;
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 2, "{requests:?}");
@@ -91,27 +88,23 @@ async fn codeact_hands_a_web_question_to_the_browsing_agent_and_gets_its_answer(
     let (ws, _site, page) = workspace_and_site(dir.path()).await;
     // CodeAct delegates; the BrowsingAgent browses and answers; CodeAct finishes.
     let [open, tell] = browse_and_tell(&page);
-    let fake = FakeLlm::start([
-        delegate_to(
-            "BrowsingAgent",
-            &format!("What does the heading of {page} say?"),
-        ),
-        open,
-        tell,
-        Reply::finish("The heading is Hello form"),
-    ])
+    run_scripted(
+        dir.path(),
+        &ws,
+        [
+            delegate_to(
+                "BrowsingAgent",
+                &format!("What does the heading of {page} say?"),
+            ),
+            open,
+            tell,
+            Reply::finish("The heading is Hello form"),
+        ],
+        "Find out what the heading of the test page says.",
+        "[agent]\ndelegation = true\n",
+        &[],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            &ws,
-            &fake,
-            "Find out what the heading of the test page says.",
-            "[agent]\ndelegation = true\n",
-            &[],
-        )
-        .await,
-    );
     let events = session_events(dir.path());
     assert!(browsed(&events, &page), "{events:?}");
     let (_, _, answer) = delegation(&events);

@@ -3,11 +3,11 @@
 
 use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use serde_json::json;
-use testkit::{FakeLlm, Reply};
+use testkit::Reply;
 
 use super::{
     assert_finished_after_delegating, delegate_to, delegation, dir_with_workspace, error_contents,
-    run, session_events, succeeded, tool_names, tool_results,
+    run_scripted, session_events, tool_names, tool_results,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -17,33 +17,29 @@ async fn codeact_delegates_to_read_only_agent_which_cannot_write_and_answers_wit
     std::fs::write(workspace.join("notes.txt"), "the answer is 42\n").unwrap();
     let notes = workspace.join("notes.txt").display().to_string();
     let intruder = workspace.join("intruder.txt").display().to_string();
-    let fake = FakeLlm::start([
-        // The CodeAct agent delegates.
-        delegate_to("ReadOnlyAgent", "What is the answer in notes.txt?"),
-        // ReadOnlyAgent tries to write (it has no such tool), then explores.
-        Reply::tool_calls([(
-            "str_replace_editor",
-            json!({"command": "create", "path": intruder, "file_text": "x"}),
-        )]),
-        Reply::tool_calls([("execute_bash", json!({"command": "touch intruder.txt"}))]),
-        Reply::tool_calls([("grep", json!({"pattern": "answer", "include": "*.txt"}))]),
-        Reply::tool_calls([("view", json!({"path": notes}))]),
-        Reply::finish("notes.txt says the answer is 42"),
-        // The CodeAct agent reads the answer and finishes.
-        Reply::finish("42"),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        &workspace,
+        [
+            // The CodeAct agent delegates.
+            delegate_to("ReadOnlyAgent", "What is the answer in notes.txt?"),
+            // ReadOnlyAgent tries to write (it has no such tool), then explores.
+            Reply::tool_calls([(
+                "str_replace_editor",
+                json!({"command": "create", "path": intruder, "file_text": "x"}),
+            )]),
+            Reply::tool_calls([("execute_bash", json!({"command": "touch intruder.txt"}))]),
+            Reply::tool_calls([("grep", json!({"pattern": "answer", "include": "*.txt"}))]),
+            Reply::tool_calls([("view", json!({"path": notes}))]),
+            Reply::finish("notes.txt says the answer is 42"),
+            // The CodeAct agent reads the answer and finishes.
+            Reply::finish("42"),
+        ],
+        "Find the answer.",
+        "[agent]\ndelegation = true\n",
+        &[],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            &workspace,
-            &fake,
-            "Find the answer.",
-            "[agent]\ndelegation = true\n",
-            &[],
-        )
-        .await,
-    );
     assert!(
         !workspace.join("intruder.txt").exists(),
         "the read-only agent wrote"

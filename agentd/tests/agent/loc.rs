@@ -7,11 +7,11 @@ use std::path::Path;
 
 use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use serde_json::json;
-use testkit::{FakeLlm, Reply};
+use testkit::Reply;
 
 use super::{
-    actions, assert_finished_after_delegating, delegate_to, delegation, observations, run,
-    session_events, state, succeeded, system_message, text, tool_names, tool_results, write_files,
+    actions, assert_finished_after_delegating, delegate_to, delegation, observations, run_scripted,
+    session_events, state, system_message, text, tool_names, tool_results, write_files,
 };
 
 /// A small repository: an order total computed in one module, rounded in another, called by
@@ -96,7 +96,7 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
     let workspace = dir.path().join("ws");
     write_workspace(&workspace);
     let before = snapshot(&workspace);
-    let fake = FakeLlm::start([
+    let replies = [
         Reply::tool_calls([(
             "search_code_snippets",
             json!({"search_terms": ["compute_bill", "round"], "file_path_or_pattern": "shop/**/*.py"}),
@@ -110,19 +110,16 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
             json!({"entity_names": ["shop/billing.py:compute_bill"]}),
         )]),
         Reply::finish(LOCATIONS),
-    ])
+    ];
+    let fake = run_scripted(
+        dir.path(),
+        &workspace,
+        replies,
+        "Where is the bill rounded?",
+        "",
+        &["--agent", "LocAgent"],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            &workspace,
-            &fake,
-            "Where is the bill rounded?",
-            "",
-            &["--agent", "LocAgent"],
-        )
-        .await,
-    );
 
     let events = session_events(dir.path());
     assert_eq!(
@@ -204,34 +201,30 @@ async fn codeact_delegates_to_loc_agent_and_gets_its_locations_with_the_counts_r
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("ws");
     write_workspace(&workspace);
-    let fake = FakeLlm::start([
-        // The CodeAct agent delegates.
-        delegate_to("LocAgent", "Where is the bill rounded?"),
-        // LocAgent searches, then answers.
-        Reply::tool_calls([(
-            "search_code_snippets",
-            json!({"search_terms": ["round_cents"]}),
-        )]),
-        Reply::tool_calls([(
-            "explore_tree_structure",
-            json!({"start_entities": ["shop/util.py:round_cents"], "direction": "upstream"}),
-        )]),
-        Reply::finish(LOCATIONS),
-        // The CodeAct agent reads the answer and finishes.
-        Reply::finish("found it"),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        &workspace,
+        [
+            // The CodeAct agent delegates.
+            delegate_to("LocAgent", "Where is the bill rounded?"),
+            // LocAgent searches, then answers.
+            Reply::tool_calls([(
+                "search_code_snippets",
+                json!({"search_terms": ["round_cents"]}),
+            )]),
+            Reply::tool_calls([(
+                "explore_tree_structure",
+                json!({"start_entities": ["shop/util.py:round_cents"], "direction": "upstream"}),
+            )]),
+            Reply::finish(LOCATIONS),
+            // The CodeAct agent reads the answer and finishes.
+            Reply::finish("found it"),
+        ],
+        "Find where the bill is rounded.",
+        "[agent]\ndelegation = true\n",
+        &[],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            &workspace,
-            &fake,
-            "Find where the bill is rounded.",
-            "[agent]\ndelegation = true\n",
-            &[],
-        )
-        .await,
-    );
 
     let events = session_events(dir.path());
     // The delegate's searches ran in the kernel.

@@ -29,6 +29,21 @@ async fn run(
     run_with_env(dir, workspace, fake, task, config, extra, &[]).await
 }
 
+/// [`run`] against a fake model that answers with `replies`; the run must succeed. The fake,
+/// whose requests the test reads.
+async fn run_scripted(
+    dir: &Path,
+    workspace: &Path,
+    replies: impl IntoIterator<Item = Reply>,
+    task: &str,
+    config: &str,
+    extra: &[&str],
+) -> FakeLlm {
+    let fake = FakeLlm::start(replies).await;
+    succeeded(run(dir, workspace, &fake, task, config, extra).await);
+    fake
+}
+
 /// [`run`] with `env` added to agentd's environment.
 async fn run_with_env(
     dir: &Path,
@@ -487,16 +502,22 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
 async fn several_calls_in_one_answer_run_in_order_and_their_results_follow_the_one_assistant_message()
  {
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([
-        Reply::tool_calls([
-            ("execute_bash", json!({"command": "echo first"})),
-            ("think", json!({"thought": "both should print"})),
-            ("execute_bash", json!({"command": "echo second"})),
-        ]),
-        Reply::finish("ok"),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        dir.path(),
+        [
+            Reply::tool_calls([
+                ("execute_bash", json!({"command": "echo first"})),
+                ("think", json!({"thought": "both should print"})),
+                ("execute_bash", json!({"command": "echo second"})),
+            ]),
+            Reply::finish("ok"),
+        ],
+        "echo twice",
+        "",
+        &[],
+    )
     .await;
-    succeeded(run(dir.path(), dir.path(), &fake, "echo twice", "", &[]).await);
 
     let requests = fake.requests();
     let messages = requests[1]["messages"].as_array().unwrap();
@@ -549,15 +570,21 @@ async fn a_rate_limited_call_is_retried_and_the_run_goes_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([
-        // Native: arguments that are not JSON, then an unknown tool.
-        Reply::tool_calls_raw([("execute_bash", "{\"command\": \"ls")]),
-        Reply::tool_calls([("rm_everything", json!({}))]),
-        Reply::tool_calls([("execute_bash", json!({"command": "echo recovered"}))]),
-        Reply::finish("ok"),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        dir.path(),
+        [
+            // Native: arguments that are not JSON, then an unknown tool.
+            Reply::tool_calls_raw([("execute_bash", "{\"command\": \"ls")]),
+            Reply::tool_calls([("rm_everything", json!({}))]),
+            Reply::tool_calls([("execute_bash", json!({"command": "echo recovered"}))]),
+            Reply::finish("ok"),
+        ],
+        "recover",
+        "",
+        &[],
+    )
     .await;
-    succeeded(run(dir.path(), dir.path(), &fake, "recover", "", &[]).await);
 
     let events = session_events(dir.path());
     let errors = error_contents(&events);
@@ -588,27 +615,23 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
 
     // Prompted: a call with a parameter the tool does not have.
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([
-        prompted_call("", "execute_bash", &[("cmd", "ls")]),
-        prompted_call(
-            "",
-            "execute_bash",
-            &[("command", "echo recovered"), ("security_risk", "LOW")],
-        ),
-        prompted_call("", "finish", &[("message", "ok")]),
-    ])
+    run_scripted(
+        dir.path(),
+        dir.path(),
+        [
+            prompted_call("", "execute_bash", &[("cmd", "ls")]),
+            prompted_call(
+                "",
+                "execute_bash",
+                &[("command", "echo recovered"), ("security_risk", "LOW")],
+            ),
+            prompted_call("", "finish", &[("message", "ok")]),
+        ],
+        "recover",
+        "",
+        &["--tool-calling", "prompted"],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            dir.path(),
-            &fake,
-            "recover",
-            "",
-            &["--tool-calling", "prompted"],
-        )
-        .await,
-    );
     let events = session_events(dir.path());
     assert!(events.iter().any(|e| matches!(e,
         Event::Observation(o) if matches!(o.kind, ObservationKind::Error(_)) && o.content.contains("cmd"))));

@@ -67,23 +67,19 @@ fn last_message(request: &Value) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_in_the_sandbox_gives_the_model_its_tools_and_their_results() {
     let (dir, workspace) = dir_with_workspace();
-    let fake = FakeLlm::start([
-        Reply::tool_calls([("echo", json!({"text": "hi"}))]),
-        Reply::tool_calls([("image", json!({}))]),
-        Reply::finish("the server answered"),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        &workspace,
+        [
+            Reply::tool_calls([("echo", json!({"text": "hi"}))]),
+            Reply::tool_calls([("image", json!({}))]),
+            Reply::finish("the server answered"),
+        ],
+        "Ask the demo server.",
+        &stdio_settings("demo"),
+        &[],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            &workspace,
-            &fake,
-            "Ask the demo server.",
-            &stdio_settings("demo"),
-            &[],
-        )
-        .await,
-    );
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 3);

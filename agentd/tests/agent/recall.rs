@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use testkit::{FakeLlm, Reply};
 
 use super::{
-    dir_with_workspace, run, run_with_env, session_dir, session_events, state, stderr, succeeded,
-    text, user_messages, write_files,
+    dir_with_workspace, run, run_scripted, run_with_env, session_dir, session_events, state,
+    stderr, succeeded, text, user_messages, write_files,
 };
 
 /// The headless run's automatic reply (OpenHands' `auto_continue_response`).
@@ -325,18 +325,15 @@ async fn a_task_microagent_gets_its_inputs_or_fails_a_headless_run_that_lacks_th
 
     // With it: the model sees the microagent with its input filled in.
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([Reply::finish("ok")]).await;
-    succeeded(
-        run(
-            dir.path(),
-            &ws,
-            &fake,
-            "/deploy please",
-            "",
-            &["--input", "TARGET=staging"],
-        )
-        .await,
-    );
+    let fake = run_scripted(
+        dir.path(),
+        &ws,
+        [Reply::finish("ok")],
+        "/deploy please",
+        "",
+        &["--input", "TARGET=staging"],
+    )
+    .await;
     let context = text(&fake.requests()[0]["messages"][2]);
     assert!(
         context.contains("keyword match for \"/deploy\".\nIt may or may not be relevant to the user's request.\n\nDeploy the site to staging.\n</EXTRA_INFO>"),
@@ -477,18 +474,15 @@ async fn a_run_resumed_after_an_error_starts_with_the_references_message() {
         .to_string_lossy()
         .into_owned();
 
-    let fake = FakeLlm::start([Reply::finish("ok")]).await;
-    succeeded(
-        run(
-            dir.path(),
-            &ws,
-            &fake,
-            "ignored",
-            "",
-            &["--resume", &session],
-        )
-        .await,
-    );
+    let fake = run_scripted(
+        dir.path(),
+        &ws,
+        [Reply::finish("ok")],
+        "ignored",
+        "",
+        &["--resume", &session],
+    )
+    .await;
     let back = "Let's get back on track. If you experienced errors before, do NOT resume your task. Ask me about it.";
     let events = session_events(dir.path());
     assert_eq!(user_messages(&events), ["Do it.", back]);
