@@ -21,14 +21,13 @@ mod microagents;
 
 use std::collections::BTreeMap;
 
-use protocol::action::{CmdRunArgs, ConfirmationState, FileWriteArgs, IPythonRunCellArgs};
+use protocol::action::{CmdRunArgs, FileWriteArgs, IPythonRunCellArgs};
 use protocol::{Action, ActionKind, EventSource, Observation, ObservationKind};
 use sandbox_common::shell_quote;
 
 use crate::events::{EventLogError, EventStream};
 use crate::runtime::Runtime;
 use crate::secrets::{Secret, SecretMask};
-use crate::security::Risk;
 use microagents::Loaded;
 
 /// The hard timeout of `setup.sh` and of a clone (the reference's 600 s for `setup.sh`).
@@ -379,12 +378,8 @@ async fn export_secrets(
         serde_json::Value::Object(values)
     );
     let mut cell = Action::from(ActionKind::RunIpython(IPythonRunCellArgs {
-        code,
-        thought: String::new(),
         include_extra: false,
-        confirmation_state: ConfirmationState::default(),
-        security_risk: Risk::Unknown.as_i64(),
-        kernel_init_code: String::new(),
+        ..IPythonRunCellArgs::new(code)
     }));
     cell.timeout = Some(COMMAND_TIMEOUT_SECONDS);
     let observation = runtime.execute(&cell).await;

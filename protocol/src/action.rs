@@ -401,6 +401,21 @@ pub struct IPythonRunCellArgs {
     pub kernel_init_code: String,
 }
 
+impl IPythonRunCellArgs {
+    /// A cell of `code` with every other argument at its default (the working directory and
+    /// interpreter lines included).
+    pub fn new(code: impl Into<String>) -> Self {
+        IPythonRunCellArgs {
+            code: code.into(),
+            thought: String::new(),
+            include_extra: yes(),
+            confirmation_state: ConfirmationState::Confirmed,
+            security_risk: unknown_risk(),
+            kernel_init_code: String::new(),
+        }
+    }
+}
+
 /// Which implementation serves a `read` or `edit`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -183,6 +183,25 @@ pub struct FunctionDef {
     pub parameters: serde_json::Value,
 }
 
+impl Tool {
+    /// The function `name`, which does what `description` says, taking arguments of the JSON
+    /// schema `parameters`.
+    pub fn function(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: serde_json::Value,
+    ) -> Tool {
+        Tool {
+            kind: function(),
+            function: FunctionDef {
+                name: name.into(),
+                description: description.into(),
+                parameters,
+            },
+        }
+    }
+}
+
 fn function() -> String {
     "function".to_owned()
 }

@@ -63,14 +63,7 @@ pub fn sandbox_tool_action(
     let action = match tool {
         EXECUTE_BASH => bash_action(args),
         EXECUTE_IPYTHON_CELL => args.required_str("code").map(|code| ToolAction {
-            kind: ActionKind::RunIpython(IPythonRunCellArgs {
-                code,
-                thought: String::new(),
-                include_extra: true,
-                confirmation_state: Default::default(),
-                security_risk: -1,
-                kernel_init_code: String::new(),
-            }),
+            kind: ActionKind::RunIpython(IPythonRunCellArgs::new(code)),
             timeout: None,
         }),
         STR_REPLACE_EDITOR => editor_action(args).map(|kind| ToolAction {

@@ -42,6 +42,7 @@ pub mod files;
 pub mod fuzz;
 pub mod http;
 pub mod kube;
+mod loopback;
 pub mod python_mcp;
 mod venv;
 
@@ -169,6 +170,11 @@ impl Reply {
                 .into_iter()
                 .map(|(name, args)| (name, args.to_string())),
         )
+    }
+
+    /// A 200 answer that calls the agent's `finish` tool with `message`: the task is done.
+    pub fn finish(message: &str) -> Reply {
+        Reply::tool_calls([("finish", serde_json::json!({ "message": message }))])
     }
 
     /// Like [`Reply::tool_calls`] with the `arguments` strings as given (they need not be
@@ -341,25 +347,14 @@ impl FakeLlm {
         FakeLlm::serve(script).await
     }
 
-    #[allow(
-        clippy::expect_used,
-        reason = "a test helper: a machine that cannot bind 127.0.0.1:0 must fail the test"
-    )]
     async fn serve(script: Script) -> FakeLlm {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("FakeLlm: bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("FakeLlm: local address");
         let script: Shared = Arc::new(Mutex::new(script));
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/chat/completions", post(chat))
             .fallback(no_route)
             .with_state(script.clone());
-        let server = tokio::spawn(async move {
-            // Ends when the listener fails, which on loopback it does not; aborted on drop.
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = loopback::serve_on_loopback("FakeLlm", app).await;
         FakeLlm {
             addr,
             script,

@@ -1,6 +1,6 @@
 //! The agentd CLI's subcommands, one module each (`main.rs` only parses and dispatches), and
-//! what several of them share: the exit status of failures, the settings file, overriding a
-//! setting, sizes, and the stop signals.
+//! what several of them share: the exit statuses of failures, the settings file, overriding a
+//! setting, sizes, the servers' listener, and the stop signals.
 
 mod image;
 mod input;
@@ -17,12 +17,17 @@ pub use serve::{ServeArgs, run as run_serve};
 pub use server::{ServerArgs, run as run_server};
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 
 use agentd::FileConfig;
 
 /// Exit status for failures (usage errors exit with 2, from clap).
 pub const FAILURE: u8 = 1;
+/// Exit status of a command line that cannot work (as clap's).
+const USAGE: u8 = 2;
+/// Exit status of a server whose address cannot be bound.
+const CANNOT_BIND: u8 = 3;
 
 /// The settings file at `path`, or the defaults without one.
 pub fn settings(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -103,6 +108,15 @@ pub fn print_listening(name: &str, url: &str, json: bool) {
     } else {
         println!("{name} listening on {url}");
     }
+}
+
+/// A listener on `addr` for the server `name`; when the address cannot be bound, says so on
+/// stderr and gives the exit status [`CANNOT_BIND`].
+pub async fn listen(name: &str, addr: SocketAddr) -> Result<tokio::net::TcpListener, u8> {
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        eprintln!("{name}: cannot listen on {addr}: {e}");
+        CANNOT_BIND
+    })
 }
 
 /// SIGTERM or SIGINT (Ctrl-C), handlers installed now.

@@ -4,7 +4,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use agentd::AGENT_SERVICE;
-use agentd::DEFAULT_MAX_ITERATIONS;
 use agentd::docker::{SandboxConfig, SandboxUser, choose_user};
 use agentd::{Agent, AgentFactory, ReplayAgent, ToolProfile};
 use agentd::{AnalyzerKind, LlmRegistry, McpSettings, Outcome, ToolCalling};
@@ -18,11 +17,9 @@ use clap::Args;
 use protocol::{Action, AgentState, Event, ObservationKind};
 
 use super::input::{self, InputMode, SeenState};
-use super::settings::{codeact, docker_settings, llm_config, security_config};
-use super::{DiskSize, set};
+use super::settings::{codeact, docker_settings, llm_config, max_iterations, security_config};
+use super::{DiskSize, USAGE, set};
 
-/// Exit status of a command line that cannot work.
-const USAGE: u8 = 2;
 /// Exit status when a replay saw other observations than its recording.
 const REPLAY_DIFFERS: u8 = 3;
 
@@ -263,10 +260,7 @@ async fn run_checked(args: RunArgs, log_mask: &LogMask) -> anyhow::Result<u8> {
         resume: args.resume.is_some(),
         agent,
         runtime,
-        max_iterations: args
-            .max_iterations
-            .or(file.max_iterations)
-            .unwrap_or(DEFAULT_MAX_ITERATIONS),
+        max_iterations: max_iterations(args.max_iterations, &file),
         max_budget: args.max_budget.or(file.max_budget),
         stop_on_signals: true,
         mcp,

@@ -11,10 +11,7 @@ use agentd::ServeConfig;
 use anyhow::Context;
 use clap::Args;
 
-use super::{DiskSize, parse_bytes, set, stop_signal};
-
-/// Exit status when the address cannot be bound.
-const CANNOT_BIND: u8 = 3;
+use super::{DiskSize, USAGE, parse_bytes, set, stop_signal};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -169,19 +166,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
                 eprintln!(
                     "agentd serve: swarm ports {ports:?}: expected LOW-HIGH, e.g. 31000-31999"
                 );
-                return Ok(2);
+                return Ok(USAGE);
             }
         },
         Some("kubernetes") => match args.k8s.settings() {
             Ok(settings) => agentd::BackendKind::Kubernetes(settings),
             Err(e) => {
                 eprintln!("agentd serve: {e}");
-                return Ok(2);
+                return Ok(USAGE);
             }
         },
         Some(other) => {
             eprintln!("agentd serve: backend {other:?}: expected docker, swarm or kubernetes");
-            return Ok(2);
+            return Ok(USAGE);
         }
     };
     // Sandboxes on other nodes are reached through the service only.
@@ -196,7 +193,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         (None, None) => None,
         _ => {
             eprintln!("agentd serve: TLS needs both a certificate and a key (tls_cert, tls_key)");
-            return Ok(2);
+            return Ok(USAGE);
         }
     };
     let scheme = if config.tls.is_some() {
@@ -268,15 +265,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         eprintln!(
             "agentd serve: no API key: pass --api-key, set AGENTD_API_KEYS or [serve] api_keys"
         );
-        return Ok(2);
+        return Ok(USAGE);
     }
 
-    let listener = match tokio::net::TcpListener::bind(args.listen).await {
+    let listener = match super::listen("agentd serve", args.listen).await {
         Ok(listener) => listener,
-        Err(e) => {
-            eprintln!("agentd serve: cannot listen on {}: {e}", args.listen);
-            return Ok(CANNOT_BIND);
-        }
+        Err(status) => return Ok(status),
     };
     let shutdown = stop_signal()?;
     let json = args.json;

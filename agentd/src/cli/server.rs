@@ -10,18 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd::{
-    AgentRequest, AnalyzerKind, DEFAULT_MAX_ITERATIONS, MakeAgent, RemoteApiConfig, RuntimeConfig,
-    RuntimeKind, ServerConfig, ToolCalling,
+    AgentRequest, AnalyzerKind, MakeAgent, RemoteApiConfig, RuntimeConfig, RuntimeKind,
+    ServerConfig, ToolCalling,
 };
 use anyhow::Context;
 use clap::Args;
 
-use super::{set, stop_signal};
-
-/// Exit status of a command line that cannot work.
-const USAGE: u8 = 2;
-/// Exit status when the address cannot be bound.
-const CANNOT_BIND: u8 = 3;
+use super::{USAGE, set, stop_signal};
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -209,10 +204,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
         data_dir,
         api_keys,
         runtime,
-        max_iterations: args
-            .max_iterations
-            .or(file.max_iterations)
-            .unwrap_or(DEFAULT_MAX_ITERATIONS),
+        max_iterations: super::settings::max_iterations(args.max_iterations, &file),
         max_budget: args.max_budget.or(file.max_budget),
         security: match super::settings::security_config(
             args.security_analyzer,
@@ -239,12 +231,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<u8> {
         max_zip_bytes: 1024 * 1024 * 1024,
     };
 
-    let listener = match tokio::net::TcpListener::bind(args.listen).await {
+    let listener = match super::listen("agentd server", args.listen).await {
         Ok(listener) => listener,
-        Err(e) => {
-            eprintln!("agentd server: cannot listen on {}: {e}", args.listen);
-            return Ok(CANNOT_BIND);
-        }
+        Err(status) => return Ok(status),
     };
     let shutdown = stop_signal()?;
     let json = args.json;

@@ -1,13 +1,16 @@
 //! The settings `agentd run` and `agentd server` both make of their flags and the settings
 //! file: the model (`[llm]`), the CodeAct agent with its condenser and delegates, the Docker
-//! sandbox (`[docker]`), the security analyzer and confirmation mode.
+//! sandbox (`[docker]`), the iteration limit, the security analyzer and confirmation mode.
 
 use agentd::docker::SandboxConfig;
 use agentd::{AGENT_SERVICE, CONDENSER_SERVICE};
 use agentd::{Agent, ScriptedAgent, SecretMask};
 use agentd::{AgentFactory, CodeActAgent, CodeActConfig, ToolProfile, ToolSet};
 use agentd::{AnalyzerKind, SecurityAnalyzer, SecurityConfig};
-use agentd::{DEFAULT_BASE_URL, FileConfig, LlmConfig, LlmRegistry, RetryNotice, ToolCalling};
+use agentd::{
+    DEFAULT_BASE_URL, DEFAULT_MAX_ITERATIONS, FileConfig, LlmConfig, LlmRegistry, RetryNotice,
+    ToolCalling,
+};
 use anyhow::Context;
 
 use super::{DiskSize, parse_bytes, set};
@@ -154,6 +157,13 @@ pub(super) fn codeact(
     });
     let agent = CodeActAgent::new(llm, config).context("cannot set up the agent")?;
     Ok((agent, factory))
+}
+
+/// The iteration limit of a run: the flag's, else the file's, else
+/// [`DEFAULT_MAX_ITERATIONS`].
+pub(super) fn max_iterations(flag: Option<u32>, file: &FileConfig) -> u32 {
+    flag.or(file.max_iterations)
+        .unwrap_or(DEFAULT_MAX_ITERATIONS)
 }
 
 /// The security settings of the flags (`--security-analyzer`, `--confirm`) and the file; `Err` says what is wrong (a rule that

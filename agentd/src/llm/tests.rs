@@ -9,23 +9,12 @@ use testkit::{FakeLlm, Reply};
 
 use super::config::Price;
 use super::*;
-use protocol::llm::{FunctionCall, FunctionDef, ToolCall, Usage};
-
-fn tool(name: &str, description: &str, parameters: Value) -> Tool {
-    Tool {
-        kind: "function".to_owned(),
-        function: FunctionDef {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            parameters,
-        },
-    }
-}
+use protocol::llm::{FunctionCall, ToolCall, Usage};
 
 /// A small tool list in the shape of CodeAct's.
 fn sample_tools() -> Vec<Tool> {
     vec![
-        tool(
+        Tool::function(
             "execute_bash",
             "Execute a bash command in the terminal.",
             json!({
@@ -38,7 +27,7 @@ fn sample_tools() -> Vec<Tool> {
                 "required": ["command"]
             }),
         ),
-        tool(
+        Tool::function(
             "str_replace_editor",
             "View, create and edit files.",
             json!({
@@ -55,7 +44,7 @@ fn sample_tools() -> Vec<Tool> {
                 "required": ["command", "path"]
             }),
         ),
-        tool(
+        Tool::function(
             "finish",
             "Signals that the task is done.",
             json!({
@@ -64,7 +53,7 @@ fn sample_tools() -> Vec<Tool> {
                 "required": ["message"]
             }),
         ),
-        tool("think", "Think out loud.", Value::Null),
+        Tool::function("think", "Think out loud.", Value::Null),
     ]
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::action::McpArgs;
-use protocol::llm::{FunctionDef, Tool};
+use protocol::llm::Tool;
 use protocol::observation::McpExtras;
 use protocol::{Observation, ObservationKind};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -293,14 +293,11 @@ async fn open(endpoint: &Endpoint) -> Result<RunningService<RoleClient, ()>, Str
 
 /// An MCP tool as the model is offered it.
 fn function(tool: &rmcp::model::Tool) -> Tool {
-    Tool {
-        kind: "function".to_owned(),
-        function: FunctionDef {
-            name: tool.name.to_string(),
-            description: tool.description.as_deref().unwrap_or_default().to_owned(),
-            parameters: serde_json::Value::Object((*tool.input_schema).clone()),
-        },
-    }
+    Tool::function(
+        tool.name.to_string(),
+        tool.description.as_deref().unwrap_or_default(),
+        serde_json::Value::Object((*tool.input_schema).clone()),
+    )
 }
 
 #[cfg(test)]

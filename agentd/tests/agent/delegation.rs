@@ -3,65 +3,50 @@
 
 use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use serde_json::json;
-use testkit::{FakeLlm, Reply};
+use testkit::Reply;
 
-use super::{error_contents, run, session_events, state, succeeded, text};
+use super::{
+    assert_finished_after_delegating, delegate_to, delegation, dir_with_workspace, error_contents,
+    run_scripted, session_events, tool_names, tool_results,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codeact_delegates_to_read_only_agent_which_cannot_write_and_answers_with_the_counts_rolled_up()
  {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
+    let (dir, workspace) = dir_with_workspace();
     std::fs::write(workspace.join("notes.txt"), "the answer is 42\n").unwrap();
     let notes = workspace.join("notes.txt").display().to_string();
     let intruder = workspace.join("intruder.txt").display().to_string();
-    let fake = FakeLlm::start([
-        // The CodeAct agent delegates.
-        Reply::tool_calls([(
-            "delegate_to_agent",
-            json!({"agent": "ReadOnlyAgent", "task": "What is the answer in notes.txt?"}),
-        )]),
-        // ReadOnlyAgent tries to write (it has no such tool), then explores.
-        Reply::tool_calls([(
-            "str_replace_editor",
-            json!({"command": "create", "path": intruder, "file_text": "x"}),
-        )]),
-        Reply::tool_calls([("execute_bash", json!({"command": "touch intruder.txt"}))]),
-        Reply::tool_calls([("grep", json!({"pattern": "answer", "include": "*.txt"}))]),
-        Reply::tool_calls([("view", json!({"path": notes}))]),
-        Reply::tool_calls([(
-            "finish",
-            json!({"message": "notes.txt says the answer is 42"}),
-        )]),
-        // The CodeAct agent reads the answer and finishes.
-        Reply::tool_calls([("finish", json!({"message": "42"}))]),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        &workspace,
+        [
+            // The CodeAct agent delegates.
+            delegate_to("ReadOnlyAgent", "What is the answer in notes.txt?"),
+            // ReadOnlyAgent tries to write (it has no such tool), then explores.
+            Reply::tool_calls([(
+                "str_replace_editor",
+                json!({"command": "create", "path": intruder, "file_text": "x"}),
+            )]),
+            Reply::tool_calls([("execute_bash", json!({"command": "touch intruder.txt"}))]),
+            Reply::tool_calls([("grep", json!({"pattern": "answer", "include": "*.txt"}))]),
+            Reply::tool_calls([("view", json!({"path": notes}))]),
+            Reply::finish("notes.txt says the answer is 42"),
+            // The CodeAct agent reads the answer and finishes.
+            Reply::finish("42"),
+        ],
+        "Find the answer.",
+        "[agent]\ndelegation = true\n",
+        &[],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            &workspace,
-            &fake,
-            "Find the answer.",
-            "[agent]\ndelegation = true\n",
-            &[],
-        )
-        .await,
-    );
     assert!(
         !workspace.join("intruder.txt").exists(),
         "the read-only agent wrote"
     );
 
     let events = session_events(dir.path());
-    let delegate = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Action(a) if matches!(a.kind, ActionKind::Delegate(_)) => Some(a),
-            _ => None,
-        })
-        .unwrap();
+    let (delegate, answer, extras) = delegation(&events);
     let ActionKind::Delegate(args) = &delegate.kind else {
         unreachable!()
     };
@@ -87,16 +72,6 @@ async fn codeact_delegates_to_read_only_agent_which_cannot_write_and_answers_wit
             && o.content.contains("Below are the execution results of the search command")
             && o.content.contains("notes.txt"))));
     // The answer came back to the CodeAct agent's tool call.
-    let answer = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Observation(o) if o.cause == delegate.id => Some(o),
-            _ => None,
-        })
-        .unwrap();
-    let ObservationKind::Delegate(extras) = &answer.kind else {
-        panic!("{answer:?}")
-    };
     assert_eq!(extras.outputs["content"], "notes.txt says the answer is 42");
     assert_eq!(
         answer.content,
@@ -110,26 +85,17 @@ async fn codeact_delegates_to_read_only_agent_which_cannot_write_and_answers_wit
     let requests = fake.requests();
     assert_eq!(requests.len(), 7);
     // The delegate's model saw its own prompt and tools, none that write.
-    let delegate_tools: Vec<&str> = requests[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(delegate_tools, ["think", "finish", "grep", "glob", "view"]);
+    assert_eq!(
+        tool_names(&requests[1]),
+        ["think", "finish", "grep", "glob", "view"]
+    );
     // The CodeAct agent's last request: its call, answered by the delegate's content, and
     // none of the delegate's steps.
-    let messages = requests[6]["messages"].as_array().unwrap();
-    let tool_results: Vec<String> = messages
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(text)
-        .collect();
-    assert_eq!(tool_results, ["notes.txt says the answer is 42"]);
+    assert_eq!(
+        tool_results(&requests[6]),
+        ["notes.txt says the answer is 42"]
+    );
 
     // Iterations: 1 delegating step + 5 of the delegate + the final step, one global count.
-    let state = state(dir.path());
-    assert_eq!(state["agent_state"], "finished");
-    assert_eq!(state["iteration"], 7);
-    assert_eq!(state["delegate_level"], 0);
+    assert_finished_after_delegating(dir.path(), 7);
 }

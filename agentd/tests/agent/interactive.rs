@@ -4,20 +4,17 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use protocol::{ActionKind, Event, EventSource};
 use serde_json::json;
 use testkit::{FakeLlm, Reply};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use super::{agentd, session_events, state};
+use super::{agentd, dir_with_workspace, session_events, state, user_messages};
 
 const PATIENCE: Duration = Duration::from_secs(120);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_user_types_the_task_confirms_replies_on_two_lines_and_leaves_with_exit() {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
+    let (dir, workspace) = dir_with_workspace();
     let fake = FakeLlm::start([
         Reply::tool_calls([("execute_bash", json!({"command": "echo hi > hi.txt"}))]),
         Reply::text("Done. What should the greeting say?"),
@@ -80,18 +77,8 @@ async fn the_user_types_the_task_confirms_replies_on_two_lines_and_leaves_with_e
         std::fs::read_to_string(workspace.join("hi.txt")).unwrap(),
         "hi\n"
     );
-    let user_messages: Vec<String> = session_events(dir.path())
-        .iter()
-        .filter_map(|e| match e {
-            Event::Action(a) if a.source == Some(EventSource::User) => match &a.kind {
-                ActionKind::Message(m) => Some(m.content.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        user_messages,
+        user_messages(&session_events(dir.path())),
         ["Write a greeting \ninto hi.txt", "Hello, \nworld"]
     );
     // The model saw the two-line reply as the user's message.

@@ -7,9 +7,12 @@ use std::path::Path;
 
 use protocol::{ActionKind, Event, EventSource, ObservationKind};
 use serde_json::json;
-use testkit::{FakeLlm, Reply};
+use testkit::Reply;
 
-use super::{run, session_events, state, succeeded, text};
+use super::{
+    actions, assert_finished_after_delegating, delegate_to, delegation, observations, run_scripted,
+    session_events, state, system_message, text, tool_names, tool_results, write_files,
+};
 
 /// A small repository: an order total computed in one module, rounded in another, called by
 /// a script.
@@ -29,11 +32,7 @@ fn write_workspace(workspace: &Path) {
             "from shop.billing import compute_bill\n\n\ndef main(order):\n    print(compute_bill(order))\n",
         ),
     ];
-    for (path, content) in files {
-        let path = workspace.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
+    write_files(workspace, &files);
 }
 
 /// Every file under `dir` with its content.
@@ -56,13 +55,10 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// The agent's cells, in order.
 fn cells(events: &[Event]) -> Vec<&str> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Action(a) if a.source == Some(EventSource::Agent) => match &a.kind {
-                ActionKind::RunIpython(cell) => Some(cell.code.as_str()),
-                _ => None,
-            },
+    actions(events)
+        .filter(|a| a.source == Some(EventSource::Agent))
+        .filter_map(|a| match &a.kind {
+            ActionKind::RunIpython(cell) => Some(cell.code.as_str()),
             _ => None,
         })
         .collect()
@@ -70,16 +66,27 @@ fn cells(events: &[Event]) -> Vec<&str> {
 
 /// What the kernel printed for each cell, in order.
 fn cell_outputs(events: &[Event]) -> Vec<&str> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Observation(o) if matches!(o.kind, ObservationKind::RunIpython(_)) => {
-                Some(o.content.as_str())
-            }
-            _ => None,
-        })
+    observations(events)
+        .filter(|o| matches!(o.kind, ObservationKind::RunIpython(_)))
+        .map(|o| o.content.as_str())
         .collect()
 }
+
+/// Checks that each of `wanted` (the index of a kernel output in `outputs`, a text) is in
+/// that output.
+fn assert_outputs_contain(outputs: &[&str], wanted: &[(usize, &str)]) {
+    for &(i, text) in wanted {
+        assert!(outputs[i].contains(text), "{}", outputs[i]);
+    }
+}
+
+/// The tools LocAgent is offered, in order.
+const LOC_TOOLS: [&str; 4] = [
+    "finish",
+    "search_code_snippets",
+    "get_entity_contents",
+    "explore_tree_structure",
+];
 
 const LOCATIONS: &str = "shop/billing.py:compute_bill (lines 4-6): computes the bill\nshop/util.py:round_cents (lines 1-2): rounds it";
 
@@ -89,7 +96,7 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
     let workspace = dir.path().join("ws");
     write_workspace(&workspace);
     let before = snapshot(&workspace);
-    let fake = FakeLlm::start([
+    let replies = [
         Reply::tool_calls([(
             "search_code_snippets",
             json!({"search_terms": ["compute_bill", "round"], "file_path_or_pattern": "shop/**/*.py"}),
@@ -102,33 +109,23 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
             "get_entity_contents",
             json!({"entity_names": ["shop/billing.py:compute_bill"]}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": LOCATIONS}))]),
-    ])
+        Reply::finish(LOCATIONS),
+    ];
+    let fake = run_scripted(
+        dir.path(),
+        &workspace,
+        replies,
+        "Where is the bill rounded?",
+        "",
+        &["--agent", "LocAgent"],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            &workspace,
-            &fake,
-            "Where is the bill rounded?",
-            "",
-            &["--agent", "LocAgent"],
-        )
-        .await,
-    );
 
     let events = session_events(dir.path());
-    let system = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Action(a) => match &a.kind {
-                ActionKind::System(s) => Some(s),
-                _ => None,
-            },
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(system.agent_class.as_deref(), Some("LocAgent"));
+    assert_eq!(
+        system_message(&events).agent_class.as_deref(),
+        Some("LocAgent")
+    );
 
     // The calls as the reference writes them; the first one defines the functions first.
     let cells = cells(&events);
@@ -159,15 +156,16 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
         "{}",
         outputs[0]
     );
-    assert!(
-        outputs[0].contains("### shop/billing.py:compute_bill (function, lines 4-6)"),
-        "{}",
-        outputs[0]
-    );
-    assert!(
-        outputs[0].contains("shop/util.py:round_cents (function, lines 1-2)"),
-        "{}",
-        outputs[0]
+    assert_outputs_contain(
+        &outputs,
+        &[
+            (0, "### shop/billing.py:compute_bill (function, lines 4-6)"),
+            (0, "shop/util.py:round_cents (function, lines 1-2)"),
+            (
+                2,
+                "## shop/billing.py:compute_bill (function, lines 4-6)\n      4\tdef compute_bill(order):\n      5\t    \"\"\"The bill of an order, taxes included.\"\"\"\n      6\t    return round_cents(order.total() * 1.2)",
+            ),
+        ],
     );
     assert!(
         outputs[1].starts_with(
@@ -178,40 +176,13 @@ async fn loc_agent_searches_the_workspace_in_the_kernel_and_finishes_with_the_lo
         "{}",
         outputs[1]
     );
-    assert!(
-        outputs[2].contains(
-            "## shop/billing.py:compute_bill (function, lines 4-6)\n      4\tdef compute_bill(order):\n      5\t    \"\"\"The bill of an order, taxes included.\"\"\"\n      6\t    return round_cents(order.total() * 1.2)"
-        ),
-        "{}",
-        outputs[2]
-    );
 
     // The model saw them as its calls' results, with its own tools and prompt.
     let requests = fake.requests();
     assert_eq!(requests.len(), 4);
-    let tools: Vec<&str> = requests[0]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        tools,
-        [
-            "finish",
-            "search_code_snippets",
-            "get_entity_contents",
-            "explore_tree_structure"
-        ]
-    );
+    assert_eq!(tool_names(&requests[0]), LOC_TOOLS);
     assert!(text(&requests[0]["messages"][0]).starts_with("You are a code localisation agent."));
-    let results: Vec<String> = requests[3]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(text)
-        .collect();
+    let results = tool_results(&requests[3]);
     assert_eq!(results.len(), 3);
     assert!(
         results[1].contains("invoked by: scripts/report.py:main"),
@@ -230,71 +201,46 @@ async fn codeact_delegates_to_loc_agent_and_gets_its_locations_with_the_counts_r
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("ws");
     write_workspace(&workspace);
-    let fake = FakeLlm::start([
-        // The CodeAct agent delegates.
-        Reply::tool_calls([(
-            "delegate_to_agent",
-            json!({"agent": "LocAgent", "task": "Where is the bill rounded?"}),
-        )]),
-        // LocAgent searches, then answers.
-        Reply::tool_calls([(
-            "search_code_snippets",
-            json!({"search_terms": ["round_cents"]}),
-        )]),
-        Reply::tool_calls([(
-            "explore_tree_structure",
-            json!({"start_entities": ["shop/util.py:round_cents"], "direction": "upstream"}),
-        )]),
-        Reply::tool_calls([("finish", json!({"message": LOCATIONS}))]),
-        // The CodeAct agent reads the answer and finishes.
-        Reply::tool_calls([("finish", json!({"message": "found it"}))]),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        &workspace,
+        [
+            // The CodeAct agent delegates.
+            delegate_to("LocAgent", "Where is the bill rounded?"),
+            // LocAgent searches, then answers.
+            Reply::tool_calls([(
+                "search_code_snippets",
+                json!({"search_terms": ["round_cents"]}),
+            )]),
+            Reply::tool_calls([(
+                "explore_tree_structure",
+                json!({"start_entities": ["shop/util.py:round_cents"], "direction": "upstream"}),
+            )]),
+            Reply::finish(LOCATIONS),
+            // The CodeAct agent reads the answer and finishes.
+            Reply::finish("found it"),
+        ],
+        "Find where the bill is rounded.",
+        "[agent]\ndelegation = true\n",
+        &[],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            &workspace,
-            &fake,
-            "Find where the bill is rounded.",
-            "[agent]\ndelegation = true\n",
-            &[],
-        )
-        .await,
-    );
 
     let events = session_events(dir.path());
     // The delegate's searches ran in the kernel.
     let outputs = cell_outputs(&events);
     assert_eq!(outputs.len(), 2, "{outputs:?}");
-    assert!(
-        outputs[0].contains(
-            "1 entity named 'round_cents':\n### shop/util.py:round_cents (function, lines 1-2)"
-        ),
-        "{}",
-        outputs[0]
+    assert_outputs_contain(
+        &outputs,
+        &[
+            (
+                0,
+                "1 entity named 'round_cents':\n### shop/util.py:round_cents (function, lines 1-2)",
+            ),
+            (1, "invoked by: shop/billing.py:compute_bill [function]"),
+        ],
     );
-    assert!(
-        outputs[1].contains("invoked by: shop/billing.py:compute_bill [function]"),
-        "{}",
-        outputs[1]
-    );
-    let delegate = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Action(a) if matches!(a.kind, ActionKind::Delegate(_)) => Some(a),
-            _ => None,
-        })
-        .unwrap();
-    let answer = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Observation(o) if o.cause == delegate.id => Some(o),
-            _ => None,
-        })
-        .unwrap();
-    let ObservationKind::Delegate(extras) = &answer.kind else {
-        panic!("{answer:?}")
-    };
+    let (_, answer, extras) = delegation(&events);
     assert_eq!(extras.outputs["content"], LOCATIONS);
     assert_eq!(
         answer.content,
@@ -305,34 +251,10 @@ async fn codeact_delegates_to_loc_agent_and_gets_its_locations_with_the_counts_r
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 5);
-    let delegate_tools: Vec<&str> = requests[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        delegate_tools,
-        [
-            "finish",
-            "search_code_snippets",
-            "get_entity_contents",
-            "explore_tree_structure"
-        ]
-    );
+    assert_eq!(tool_names(&requests[1]), LOC_TOOLS);
     // The CodeAct agent's last request: its call, answered by the delegate's locations.
-    let tool_results: Vec<String> = requests[4]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(text)
-        .collect();
-    assert_eq!(tool_results, [LOCATIONS]);
+    assert_eq!(tool_results(&requests[4]), [LOCATIONS]);
 
     // Iterations: 1 delegating step + 3 of the delegate + the final step, one global count.
-    let state = state(dir.path());
-    assert_eq!(state["agent_state"], "finished");
-    assert_eq!(state["iteration"], 5);
-    assert_eq!(state["delegate_level"], 0);
+    assert_finished_after_delegating(dir.path(), 5);
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use agentd::trajectories as trajectory;
-use protocol::{ActionKind, Event, EventSource, ObservationKind};
+use protocol::{Action, ActionKind, Event, EventSource, Observation, ObservationKind};
 use serde_json::{Value, json};
 use testkit::{FakeLlm, Reply};
 
@@ -27,6 +27,21 @@ async fn run(
     extra: &[&str],
 ) -> Output {
     run_with_env(dir, workspace, fake, task, config, extra, &[]).await
+}
+
+/// [`run`] against a fake model that answers with `replies`; the run must succeed. The fake,
+/// whose requests the test reads.
+async fn run_scripted(
+    dir: &Path,
+    workspace: &Path,
+    replies: impl IntoIterator<Item = Reply>,
+    task: &str,
+    config: &str,
+    extra: &[&str],
+) -> FakeLlm {
+    let fake = FakeLlm::start(replies).await;
+    succeeded(run(dir, workspace, &fake, task, config, extra).await);
+    fake
 }
 
 /// [`run`] with `env` added to agentd's environment.
@@ -123,16 +138,127 @@ fn state(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(session_dir(dir).join("state.json")).unwrap()).unwrap()
 }
 
-/// The contents of the `error` observations among `events`, in order.
-fn error_contents(events: &[Event]) -> Vec<&str> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Observation(o) if matches!(o.kind, ObservationKind::Error(_)) => {
-                Some(o.content.as_str())
-            }
+/// A new directory with an empty workspace, `ws`, in it.
+fn dir_with_workspace() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    (dir, workspace)
+}
+
+/// Writes each of `files` (a path under `root`, its text), making its directories.
+fn write_files(root: &Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// The actions among `events`, in order.
+fn actions(events: &[Event]) -> impl DoubleEndedIterator<Item = &Action> {
+    events.iter().filter_map(|e| match e {
+        Event::Action(a) => Some(a),
+        _ => None,
+    })
+}
+
+/// The observations among `events`, in order.
+fn observations(events: &[Event]) -> impl Iterator<Item = &Observation> {
+    events.iter().filter_map(|e| match e {
+        Event::Observation(o) => Some(o),
+        _ => None,
+    })
+}
+
+/// The observations among `events` that answer the action `id`.
+fn answers(events: &[Event], id: i64) -> Vec<&Observation> {
+    observations(events)
+        .filter(|o| o.cause == Some(id))
+        .collect()
+}
+
+/// The messages the user sent, in order.
+fn user_messages(events: &[Event]) -> Vec<&str> {
+    actions(events)
+        .filter(|a| a.source == Some(EventSource::User))
+        .filter_map(|a| match &a.kind {
+            ActionKind::Message(m) => Some(m.content.as_str()),
             _ => None,
         })
+        .collect()
+}
+
+/// The contents of the `error` observations among `events`, in order.
+fn error_contents(events: &[Event]) -> Vec<&str> {
+    observations(events)
+        .filter(|o| matches!(o.kind, ObservationKind::Error(_)))
+        .map(|o| o.content.as_str())
+        .collect()
+}
+
+/// The system message of a session (its first action).
+fn system_message(events: &[Event]) -> &protocol::action::SystemMessageArgs {
+    actions(events)
+        .find_map(|a| match &a.kind {
+            ActionKind::System(s) => Some(s),
+            _ => None,
+        })
+        .unwrap()
+}
+
+/// The delegation of a session: its `delegate` action, and the `delegate` observation that
+/// answers it with the delegate's outputs.
+fn delegation(
+    events: &[Event],
+) -> (
+    &Action,
+    &Observation,
+    &protocol::observation::DelegateExtras,
+) {
+    let delegate = actions(events)
+        .find(|a| matches!(a.kind, ActionKind::Delegate(_)))
+        .unwrap();
+    let answer = answers(events, delegate.id.unwrap())[0];
+    let ObservationKind::Delegate(extras) = &answer.kind else {
+        panic!("{answer:?}")
+    };
+    (delegate, answer, extras)
+}
+
+/// The CodeAct agent's call that hands `task` to `agent`.
+fn delegate_to(agent: &str, task: &str) -> Reply {
+    Reply::tool_calls([("delegate_to_agent", json!({"agent": agent, "task": task}))])
+}
+
+/// Checks the state of a run that delegated: finished, back at the top level, after
+/// `iterations` steps counted once across the agents.
+fn assert_finished_after_delegating(dir: &Path, iterations: u64) {
+    let state = state(dir);
+    assert_eq!(state["agent_state"], "finished");
+    assert_eq!(state["iteration"], iterations);
+    assert_eq!(state["delegate_level"], 0);
+}
+
+/// The names of the tools of a recorded request.
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The texts of the `tool` messages of a recorded request (the results of the calls), in
+/// order.
+fn tool_results(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(text)
         .collect()
 }
 
@@ -185,9 +311,7 @@ mod workspace;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_same_events() {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
+    let (dir, workspace) = dir_with_workspace();
     let file = workspace.join("hello.py");
     let path = file.display().to_string();
 
@@ -201,7 +325,7 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
             "execute_bash",
             json!({"command": "python3 hello.py", "security_risk": "LOW"}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": "hello.py prints its greeting"}))]),
+        Reply::finish("hello.py prints its greeting"),
     ])
     .await;
     let native_dir = dir.path().join("native");
@@ -378,16 +502,22 @@ async fn native_and_prompted_sessions_create_a_file_run_it_and_finish_with_the_s
 async fn several_calls_in_one_answer_run_in_order_and_their_results_follow_the_one_assistant_message()
  {
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([
-        Reply::tool_calls([
-            ("execute_bash", json!({"command": "echo first"})),
-            ("think", json!({"thought": "both should print"})),
-            ("execute_bash", json!({"command": "echo second"})),
-        ]),
-        Reply::tool_calls([("finish", json!({"message": "ok"}))]),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        dir.path(),
+        [
+            Reply::tool_calls([
+                ("execute_bash", json!({"command": "echo first"})),
+                ("think", json!({"thought": "both should print"})),
+                ("execute_bash", json!({"command": "echo second"})),
+            ]),
+            Reply::finish("ok"),
+        ],
+        "echo twice",
+        "",
+        &[],
+    )
     .await;
-    succeeded(run(dir.path(), dir.path(), &fake, "echo twice", "", &[]).await);
 
     let requests = fake.requests();
     let messages = requests[1]["messages"].as_array().unwrap();
@@ -426,7 +556,7 @@ async fn a_rate_limited_call_is_retried_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeLlm::start([
         Reply::error(429, "Rate limit reached; try again").retry_after("0"),
-        Reply::tool_calls([("finish", json!({"message": "ok"}))]),
+        Reply::finish("ok"),
     ])
     .await;
     let out = succeeded(run(dir.path(), dir.path(), &fake, "finish", "", &[]).await);
@@ -440,15 +570,21 @@ async fn a_rate_limited_call_is_retried_and_the_run_goes_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([
-        // Native: arguments that are not JSON, then an unknown tool.
-        Reply::tool_calls_raw([("execute_bash", "{\"command\": \"ls")]),
-        Reply::tool_calls([("rm_everything", json!({}))]),
-        Reply::tool_calls([("execute_bash", json!({"command": "echo recovered"}))]),
-        Reply::tool_calls([("finish", json!({"message": "ok"}))]),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        dir.path(),
+        [
+            // Native: arguments that are not JSON, then an unknown tool.
+            Reply::tool_calls_raw([("execute_bash", "{\"command\": \"ls")]),
+            Reply::tool_calls([("rm_everything", json!({}))]),
+            Reply::tool_calls([("execute_bash", json!({"command": "echo recovered"}))]),
+            Reply::finish("ok"),
+        ],
+        "recover",
+        "",
+        &[],
+    )
     .await;
-    succeeded(run(dir.path(), dir.path(), &fake, "recover", "", &[]).await);
 
     let events = session_events(dir.path());
     let errors = error_contents(&events);
@@ -479,27 +615,23 @@ async fn malformed_tool_calls_are_shown_to_the_model_which_recovers() {
 
     // Prompted: a call with a parameter the tool does not have.
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([
-        prompted_call("", "execute_bash", &[("cmd", "ls")]),
-        prompted_call(
-            "",
-            "execute_bash",
-            &[("command", "echo recovered"), ("security_risk", "LOW")],
-        ),
-        prompted_call("", "finish", &[("message", "ok")]),
-    ])
+    run_scripted(
+        dir.path(),
+        dir.path(),
+        [
+            prompted_call("", "execute_bash", &[("cmd", "ls")]),
+            prompted_call(
+                "",
+                "execute_bash",
+                &[("command", "echo recovered"), ("security_risk", "LOW")],
+            ),
+            prompted_call("", "finish", &[("message", "ok")]),
+        ],
+        "recover",
+        "",
+        &["--tool-calling", "prompted"],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            dir.path(),
-            &fake,
-            "recover",
-            "",
-            &["--tool-calling", "prompted"],
-        )
-        .await,
-    );
     let events = session_events(dir.path());
     assert!(events.iter().any(|e| matches!(e,
         Event::Observation(o) if matches!(o.kind, ObservationKind::Error(_)) && o.content.contains("cmd"))));
@@ -557,7 +689,7 @@ async fn the_llm_summarizing_condenser_records_a_summary_and_the_model_then_sees
             .iter()
             .any(|m| text(m).contains("SUMMARY: the agent echoed"));
         if summarized && steps >= 2 {
-            Reply::tool_calls([("finish", json!({"message": "ok"}))])
+            Reply::finish("ok")
         } else {
             Reply::tool_calls([("execute_bash", json!({"command": format!("echo {steps}")}))])
         }
@@ -567,13 +699,9 @@ async fn the_llm_summarizing_condenser_records_a_summary_and_the_model_then_sees
     succeeded(run(dir.path(), dir.path(), &fake, "count", config, &[]).await);
 
     let events = session_events(dir.path());
-    let condensation = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Action(a) => match &a.kind {
-                ActionKind::Condensation(c) => Some(c.clone()),
-                _ => None,
-            },
+    let condensation = actions(&events)
+        .find_map(|a| match &a.kind {
+            ActionKind::Condensation(c) => Some(c),
             _ => None,
         })
         .expect("a condensation is recorded");
@@ -624,7 +752,7 @@ async fn a_prompt_over_the_context_window_is_condensed_and_the_run_goes_on() {
             400,
             "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
         ),
-        Reply::tool_calls([("finish", json!({"message": "ok"}))]),
+        Reply::finish("ok"),
     ])
     .await;
     let config = "[condenser]\ntype = \"recent\"\nkeep_first = 2\nmax_events = 100\n";

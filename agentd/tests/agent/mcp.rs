@@ -17,42 +17,14 @@ fn stdio_settings(name: &str) -> String {
     )
 }
 
-/// A new directory with a workspace in it.
-fn dirs() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
-    (dir, workspace)
-}
-
-/// The names of the tools of a recorded request.
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 /// The `call_tool_mcp` actions of a session and the `mcp` observations that answer them.
 fn mcp_pairs(events: &[Event]) -> Vec<(Action, Observation)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Action(a) if matches!(a.kind, ActionKind::Mcp(_)) => Some(a.clone()),
-            _ => None,
-        })
+    actions(events)
+        .filter(|a| matches!(a.kind, ActionKind::Mcp(_)))
         .map(|action| {
-            let answers: Vec<&Observation> = events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Observation(o) if o.cause == action.id => Some(o),
-                    _ => None,
-                })
-                .collect();
+            let answers = answers(events, action.id.unwrap());
             assert_eq!(answers.len(), 1, "one observation per action: {answers:?}");
-            (action, answers[0].clone())
+            (action.clone(), answers[0].clone())
         })
         .collect()
 }
@@ -94,24 +66,20 @@ fn last_message(request: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_in_the_sandbox_gives_the_model_its_tools_and_their_results() {
-    let (dir, workspace) = dirs();
-    let fake = FakeLlm::start([
-        Reply::tool_calls([("echo", json!({"text": "hi"}))]),
-        Reply::tool_calls([("image", json!({}))]),
-        Reply::tool_calls([("finish", json!({"message": "the server answered"}))]),
-    ])
+    let (dir, workspace) = dir_with_workspace();
+    let fake = run_scripted(
+        dir.path(),
+        &workspace,
+        [
+            Reply::tool_calls([("echo", json!({"text": "hi"}))]),
+            Reply::tool_calls([("image", json!({}))]),
+            Reply::finish("the server answered"),
+        ],
+        "Ask the demo server.",
+        &stdio_settings("demo"),
+        &[],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            &workspace,
-            &fake,
-            "Ask the demo server.",
-            &stdio_settings("demo"),
-            &[],
-        )
-        .await,
-    );
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 3);
@@ -148,18 +116,8 @@ async fn a_stdio_server_in_the_sandbox_gives_the_model_its_tools_and_their_resul
     );
 
     let events = session_events(dir.path());
-    let system = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Action(a) => match &a.kind {
-                ActionKind::System(s) => Some(s.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .unwrap();
     assert_eq!(
-        system.tools.unwrap().len(),
+        system_message(&events).tools.as_ref().unwrap().len(),
         11,
         "the MCP tools are in the system message"
     );
@@ -182,7 +140,7 @@ async fn streamable_http_and_sse_servers_on_the_host_work_the_same_way_prompted_
         sse.url()
     );
     for prompted in [false, true] {
-        let (dir, workspace) = dirs();
+        let (dir, workspace) = dir_with_workspace();
         let replies = if prompted {
             vec![
                 prompted_call("Asking.", "web_echo", &[("text", "one")]),
@@ -193,7 +151,7 @@ async fn streamable_http_and_sse_servers_on_the_host_work_the_same_way_prompted_
             vec![
                 Reply::tool_calls([("web_echo", json!({"text": "one"}))]),
                 Reply::tool_calls([("old_echo", json!({"text": "two"}))]),
-                Reply::tool_calls([("finish", json!({"message": "both answered"}))]),
+                Reply::finish("both answered"),
             ]
         };
         let fake = FakeLlm::start(replies).await;
@@ -243,7 +201,7 @@ async fn streamable_http_and_sse_servers_on_the_host_work_the_same_way_prompted_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_call_is_an_error_observation_and_the_run_goes_on() {
-    let (dir, workspace) = dirs();
+    let (dir, workspace) = dir_with_workspace();
     // A port nothing listens on: that server is left out, and said so.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -257,7 +215,7 @@ async fn a_crash_mid_call_is_an_error_observation_and_the_run_goes_on() {
         Reply::tool_calls([("crash", json!({"message": "out of cheese"}))]),
         Reply::tool_calls([("fail", json!({}))]),
         Reply::tool_calls([("echo", json!({"text": "still there?"}))]),
-        Reply::tool_calls([("finish", json!({"message": "it recovered"}))]),
+        Reply::finish("it recovered"),
     ])
     .await;
     let out = succeeded(run(dir.path(), &workspace, &fake, "Break it.", &settings, &[]).await);

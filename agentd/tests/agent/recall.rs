@@ -9,14 +9,20 @@ use protocol::{Action, ActionKind, Event, EventSource, Observation, ObservationK
 use serde_json::{Value, json};
 use testkit::{FakeLlm, Reply};
 
-use super::{run, run_with_env, session_dir, session_events, state, stderr, succeeded, text};
+use super::{
+    dir_with_workspace, run, run_scripted, run_with_env, session_dir, session_events, state,
+    stderr, succeeded, text, user_messages, write_files,
+};
 
 /// The headless run's automatic reply (OpenHands' `auto_continue_response`).
 const AUTO_CONTINUE: &str = "Please continue on whatever approach you think is suitable.\nIf you think you have solved the task, please finish the interaction.\nIMPORTANT: YOU SHOULD NEVER ASK FOR HUMAN RESPONSE.\n";
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
+/// A new directory with a workspace, `ws`, holding `files` (a path in it, its text).
+fn workspace_with(files: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write_files(&ws, files);
+    (dir, ws)
 }
 
 /// The `recall` actions and observations of a session, in order.
@@ -50,23 +56,20 @@ const PERSIST_MD: &str =
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_with_microagents_gets_the_references_recall_observations() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    write(&ws.join(".openhands/microagents/repo.md"), REPO_MD);
-    write(&ws.join(".openhands/microagents/persist.md"), PERSIST_MD);
-    write(
-        &ws.join(".openhands/microagents/README.md"),
-        "Not a microagent.",
-    );
-    write(
-        &ws.join(".openhands/microagents/broken.md"),
-        "---\ntriggers: [unclosed\n---\nnever shown",
-    );
-    write(&ws.join("AGENTS.md"), AGENTS_MD);
-    write(
-        &ws.join(".openhands/setup.sh"),
-        "echo ran >> setup-ran.txt\nexport SETUP_DONE=yes\n",
-    );
+    let (dir, ws) = workspace_with(&[
+        (".openhands/microagents/repo.md", REPO_MD),
+        (".openhands/microagents/persist.md", PERSIST_MD),
+        (".openhands/microagents/README.md", "Not a microagent."),
+        (
+            ".openhands/microagents/broken.md",
+            "---\ntriggers: [unclosed\n---\nnever shown",
+        ),
+        ("AGENTS.md", AGENTS_MD),
+        (
+            ".openhands/setup.sh",
+            "echo ran >> setup-ran.txt\nexport SETUP_DONE=yes\n",
+        ),
+    ]);
     let fake = FakeLlm::start([
         // No tool call: the agent waits, the headless run replies (a later user message that
         // triggers `persist`), twice.
@@ -76,7 +79,7 @@ async fn a_workspace_with_microagents_gets_the_references_recall_observations() 
             "execute_bash",
             json!({"command": "echo \"setup:$SETUP_DONE\""}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": "done"}))]),
+        Reply::finish("done"),
     ])
     .await;
     let out = succeeded(run(dir.path(), &ws, &fake, "Fix the build.", "", &[]).await);
@@ -149,15 +152,10 @@ async fn a_workspace_with_microagents_gets_the_references_recall_observations() 
         assert_eq!(json["extras"]["microagent_knowledge"], persist);
     }
     // The setup script's run is recorded (hidden, from the environment) with its answer.
-    let setup = events
-        .iter()
-        .find_map(|e| match e {
-            Event::Action(a) => match &a.kind {
-                ActionKind::Run(r) if r.command.contains(".openhands/setup.sh") => Some(a),
-                _ => None,
-            },
-            _ => None,
-        })
+    let setup = super::actions(&events)
+        .find(
+            |a| matches!(&a.kind, ActionKind::Run(r) if r.command.contains(".openhands/setup.sh")),
+        )
         .unwrap();
     assert_eq!(setup.source, Some(EventSource::Environment));
     assert!(
@@ -207,14 +205,12 @@ async fn a_workspace_with_microagents_gets_the_references_recall_observations() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_printed_by_a_command_never_appears_in_clear() {
     const VALUE: &str = "s3cr3t-v4lue-42";
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
     // A malformed microagent whose file name is the secret: agentd's log line about it must
     // mask it.
-    write(
-        &ws.join(format!(".openhands/microagents/{VALUE}.md")),
+    let (dir, ws) = workspace_with(&[(
+        &format!(".openhands/microagents/{VALUE}.md"),
         "---\n- x\n---\n",
-    );
+    )]);
     let dumps = dir.path().join("dumps");
     let logs = dir.path().join("logs");
     let trajectory = dir.path().join("trajectory.json");
@@ -227,7 +223,7 @@ async fn a_secret_printed_by_a_command_never_appears_in_clear() {
             "execute_ipython_cell",
             json!({"code": "import os\nprint('py=' + os.environ['MY_SECRET'])"}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": "done"}))]),
+        Reply::finish("done"),
     ])
     .await;
     let out = run_with_env(
@@ -308,12 +304,10 @@ async fn a_secret_printed_by_a_command_never_appears_in_clear() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_microagent_gets_its_inputs_or_fails_a_headless_run_that_lacks_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    write(
-        &ws.join(".openhands/microagents/deploy.md"),
+    let (dir, ws) = workspace_with(&[(
+        ".openhands/microagents/deploy.md",
         "---\nname: deploy\ninputs:\n  - name: TARGET\n    description: where to deploy\n---\nDeploy the site to ${TARGET}.\n",
-    );
+    )]);
     // Without the input: no model call, the run ends in error saying what is missing.
     let fake = FakeLlm::start([]).await;
     let out = run(dir.path(), &ws, &fake, "/deploy please", "", &[]).await;
@@ -331,18 +325,15 @@ async fn a_task_microagent_gets_its_inputs_or_fails_a_headless_run_that_lacks_th
 
     // With it: the model sees the microagent with its input filled in.
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([Reply::tool_calls([("finish", json!({"message": "ok"}))])]).await;
-    succeeded(
-        run(
-            dir.path(),
-            &ws,
-            &fake,
-            "/deploy please",
-            "",
-            &["--input", "TARGET=staging"],
-        )
-        .await,
-    );
+    let fake = run_scripted(
+        dir.path(),
+        &ws,
+        [Reply::finish("ok")],
+        "/deploy please",
+        "",
+        &["--input", "TARGET=staging"],
+    )
+    .await;
     let context = text(&fake.requests()[0]["messages"][2]);
     assert!(
         context.contains("keyword match for \"/deploy\".\nIt may or may not be relevant to the user's request.\n\nDeploy the site to staging.\n</EXTRA_INFO>"),
@@ -376,14 +367,16 @@ fn git(dir: &Path, args: &[&str]) {
 async fn a_repository_is_cloned_set_up_and_gets_its_pre_commit_hook() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source");
-    write(&source.join("AGENTS.md"), "Commit small changes.\n");
-    write(
-        &source.join(".openhands/setup.sh"),
-        "echo set-up >> ../setup-log.txt\n",
-    );
-    write(
-        &source.join(".openhands/pre-commit.sh"),
-        "echo checked >> .pre-commit-ran\n",
+    write_files(
+        &source,
+        &[
+            ("AGENTS.md", "Commit small changes.\n"),
+            (".openhands/setup.sh", "echo set-up >> ../setup-log.txt\n"),
+            (
+                ".openhands/pre-commit.sh",
+                "echo checked >> .pre-commit-ran\n",
+            ),
+        ],
     );
     git(&source, &["init", "-q"]);
     git(&source, &["add", "-A"]);
@@ -409,7 +402,7 @@ async fn a_repository_is_cloned_set_up_and_gets_its_pre_commit_hook() {
             "execute_bash",
             json!({"command": "pwd && echo x > new.txt && git add new.txt && git -c user.name=a -c user.email=a@a commit -qm change && git log --oneline | wc -l"}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": "done"}))]),
+        Reply::finish("done"),
     ])
     .await;
     let run_dir = dir.path().join("run");
@@ -469,9 +462,7 @@ async fn a_repository_is_cloned_set_up_and_gets_its_pre_commit_hook() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_resumed_after_an_error_starts_with_the_references_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
+    let (dir, ws) = dir_with_workspace();
     // The model answers 400: the run fails.
     let failing = FakeLlm::start([Reply::error(400, "bad request")]).await;
     let out = run(dir.path(), &ws, &failing, "Do it.", "", &[]).await;
@@ -483,31 +474,18 @@ async fn a_run_resumed_after_an_error_starts_with_the_references_message() {
         .to_string_lossy()
         .into_owned();
 
-    let fake = FakeLlm::start([Reply::tool_calls([("finish", json!({"message": "ok"}))])]).await;
-    succeeded(
-        run(
-            dir.path(),
-            &ws,
-            &fake,
-            "ignored",
-            "",
-            &["--resume", &session],
-        )
-        .await,
-    );
+    let fake = run_scripted(
+        dir.path(),
+        &ws,
+        [Reply::finish("ok")],
+        "ignored",
+        "",
+        &["--resume", &session],
+    )
+    .await;
     let back = "Let's get back on track. If you experienced errors before, do NOT resume your task. Ask me about it.";
     let events = session_events(dir.path());
-    let messages: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Action(a) if a.source == Some(EventSource::User) => match &a.kind {
-                ActionKind::Message(m) => Some(m.content.as_str()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
-    assert_eq!(messages, ["Do it.", back]);
+    assert_eq!(user_messages(&events), ["Do it.", back]);
     let (actions, _) = recalls(&events);
     let types: Vec<Value> = actions
         .iter()

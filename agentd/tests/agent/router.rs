@@ -5,16 +5,14 @@
 use serde_json::json;
 use testkit::{FakeLlm, Reply};
 
-use super::{run, state, succeeded};
+use super::{dir_with_workspace, run, state, succeeded};
 
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_with_an_image_goes_to_the_vision_model_and_the_services_sum_to_the_total() {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
+    let (dir, workspace) = dir_with_workspace();
     let code = format!(
         "import base64\nfrom IPython.display import Image, display\ndisplay(Image(data=base64.b64decode('{PNG}')))"
     );
@@ -24,10 +22,7 @@ async fn a_request_with_an_image_goes_to_the_vision_model_and_the_services_sum_t
                 .with_usage(100, 10),
         ])
         .await;
-    let vision = FakeLlm::start([
-        Reply::tool_calls([("finish", json!({"message": "a dot"}))]).with_usage(200, 20)
-    ])
-    .await;
+    let vision = FakeLlm::start([Reply::finish("a dot").with_usage(200, 20)]).await;
     let config = format!(
         "[llm.prices.\"fake-model\"]\ninput_cost_per_token = 0.001\noutput_cost_per_token = 0.002\n\
          [llm.router.vision]\nmodel = \"fake-vision\"\nbase_url = \"{}\"\napi_key = \"k\"\n\
@@ -93,14 +88,12 @@ async fn a_request_with_an_image_goes_to_the_vision_model_and_the_services_sum_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_over_the_context_window_goes_to_the_fallback_model_and_later_ones_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
+    let (dir, workspace) = dir_with_workspace();
     // 413: the prompt is over the main model's window (not retried).
     let main = FakeLlm::start([Reply::error(413, "prompt too long")]).await;
     let fallback = FakeLlm::start([
         Reply::tool_calls([("execute_bash", json!({"command": "echo hi"}))]),
-        Reply::tool_calls([("finish", json!({"message": "done"}))]),
+        Reply::finish("done"),
     ])
     .await;
     let config = format!(
@@ -128,9 +121,7 @@ async fn a_request_over_the_context_window_goes_to_the_fallback_model_and_later_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_condenser_has_a_service_of_its_own_whose_metrics_sum_with_the_agents_and_count_in_the_budget()
  {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
+    let (dir, workspace) = dir_with_workspace();
     // A request without tools is the condenser's: 1,000 + 100 tokens. The agent's: 100 + 10.
     let fake = FakeLlm::with_fn(|request, _| {
         let messages = request["messages"].as_array().unwrap();
@@ -142,7 +133,7 @@ async fn the_condenser_has_a_service_of_its_own_whose_metrics_sum_with_the_agent
             .iter()
             .any(|m| super::text(m).contains("SUMMARY: the agent echoed"));
         let reply = if summarized && steps >= 2 {
-            Reply::tool_calls([("finish", json!({"message": "ok"}))])
+            Reply::finish("ok")
         } else {
             Reply::tool_calls([("execute_bash", json!({"command": format!("echo {steps}")}))])
         };

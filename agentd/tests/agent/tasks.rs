@@ -3,40 +3,36 @@
 
 use protocol::{Event, ObservationKind};
 use serde_json::json;
-use testkit::{FakeLlm, Reply};
+use testkit::Reply;
 
-use super::{run, session_dir, session_events, state, succeeded, text};
+use super::{run_scripted, session_dir, session_events, state, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_plans_its_tasks_and_views_them_back() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start([
-        Reply::tool_calls([(
-            "task_tracker",
-            json!({"command": "plan", "task_list": [
-                {"id": "1", "title": "Read the code", "status": "done"},
-                {"title": "Fix the bug", "status": "in_progress", "notes": "parser.rs"}
-            ]}),
-        )]),
-        Reply::tool_calls([(
-            "task_tracker",
-            json!({"command": "plan", "task_list": "oops"}),
-        )]),
-        Reply::tool_calls([("task_tracker", json!({"command": "view"}))]),
-        Reply::tool_calls([("finish", json!({"message": "planned"}))]),
-    ])
+    let fake = run_scripted(
+        dir.path(),
+        dir.path(),
+        [
+            Reply::tool_calls([(
+                "task_tracker",
+                json!({"command": "plan", "task_list": [
+                    {"id": "1", "title": "Read the code", "status": "done"},
+                    {"title": "Fix the bug", "status": "in_progress", "notes": "parser.rs"}
+                ]}),
+            )]),
+            Reply::tool_calls([(
+                "task_tracker",
+                json!({"command": "plan", "task_list": "oops"}),
+            )]),
+            Reply::tool_calls([("task_tracker", json!({"command": "view"}))]),
+            Reply::finish("planned"),
+        ],
+        "Plan it.",
+        "[agent]\ntask_tracker = true\n",
+        &[],
+    )
     .await;
-    succeeded(
-        run(
-            dir.path(),
-            dir.path(),
-            &fake,
-            "Plan it.",
-            "[agent]\ntask_tracker = true\n",
-            &[],
-        )
-        .await,
-    );
     const LIST: &str = "# Task List\n\n1. ✅ Read the code\n\n2. 🔄 Fix the bug\nparser.rs\n";
     let file = session_dir(dir.path()).join("TASKS.md");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), LIST);

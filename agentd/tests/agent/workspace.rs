@@ -36,7 +36,7 @@ fn script() -> Vec<Reply> {
             "execute_bash",
             json!({"command": "id -u; id -g; cd ~ && pwd"}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": "calc.py prints 5"}))]),
+        Reply::finish("calc.py prints 5"),
     ]
 }
 
@@ -147,7 +147,7 @@ async fn a_run_whose_every_action_was_denied_is_not_finished_and_says_why() {
             "str_replace_editor",
             json!({"command": "create", "path": "/usr/calc.py", "file_text": "print(5)\n"}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": "done"}))]),
+        Reply::finish("done"),
     ])
     .await;
     // No disk limit: with one, the root is read-only, and the writes fail for that first.

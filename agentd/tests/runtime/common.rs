@@ -80,12 +80,8 @@ pub fn cell(id: i64, code: &str) -> Action {
     action(
         id,
         ActionKind::RunIpython(IPythonRunCellArgs {
-            code: code.to_string(),
-            thought: String::new(),
             include_extra: false,
-            confirmation_state: Default::default(),
-            security_risk: -1,
-            kernel_init_code: String::new(),
+            ..IPythonRunCellArgs::new(code)
         }),
     )
 }

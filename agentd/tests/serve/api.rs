@@ -300,17 +300,8 @@ async fn idle_sandboxes_are_stopped() {
         Some(0)
     );
     let api = service.api(KEY_A);
-    eventually(30, "the idle sandbox to be stopped", || async {
-        api.session("idle").await.is_err()
-    })
-    .await;
-    assert_eq!(
-        api.runtime(&started.access.runtime_id)
-            .await
-            .unwrap_err()
-            .status(),
-        Some(404)
-    );
+    wait_until_idle_stopped(&api, "idle", 30).await;
+    assert_runtime_gone(&api, &started.access.runtime_id).await;
     eventually(30, "its container to be removed", || async {
         service.containers().is_empty()
     })

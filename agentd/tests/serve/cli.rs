@@ -1,18 +1,15 @@
 //! `sbx runtime`: the client crate's CLI for the runtime API, against the real service.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 use crate::common::*;
 
-/// The workspace's `sbx` binary (scripts/test builds every binary first).
+/// `sbx --json runtime ARGS` against `service` with `key`.
 fn sbx(service: &Service, key: &str, args: &[&str]) -> Output {
-    let binary = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sbx");
-    Command::new(binary)
-        .arg("--json")
-        .args(["runtime"])
+    sbx_json()
+        .arg("runtime")
         .args(args)
         .env("SANDBOX_REMOTE_RUNTIME_API_URL", &service.url)
         .env("SANDBOX_API_KEY", key)
@@ -20,27 +17,18 @@ fn sbx(service: &Service, key: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 #[test]
 fn sbx_runtime_starts_lists_pauses_resumes_and_stops_a_sandbox() {
     let service = Service::start(Options::default());
-    let started = json(&sbx(&service, KEY_A, &["start", "cli", "--wait", "60"]));
+    let started = json_of(&sbx(&service, KEY_A, &["start", "cli", "--wait", "60"]));
     let runtime_id = started["runtime_id"].as_str().unwrap().to_string();
     assert!(started["url"].as_str().unwrap().starts_with("http://"));
     assert!(!started["session_api_key"].as_str().unwrap().is_empty());
 
-    let status = json(&sbx(&service, KEY_A, &["status", "cli"]));
+    let status = json_of(&sbx(&service, KEY_A, &["status", "cli"]));
     assert_eq!(status["session"]["status"], "running");
     assert_eq!(status["runtime"]["pod_status"], "ready");
-    let listed = json(&sbx(&service, KEY_A, &["ls"]));
+    let listed = json_of(&sbx(&service, KEY_A, &["ls"]));
     let ids: Vec<&str> = listed["runtimes"]
         .as_array()
         .unwrap()
@@ -49,17 +37,17 @@ fn sbx_runtime_starts_lists_pauses_resumes_and_stops_a_sandbox() {
         .collect();
     assert_eq!(ids, [runtime_id.as_str()]);
     // Another key sees nothing of it; a wrong key is refused with a failure status.
-    let other = json(&sbx(&service, KEY_B, &["ls"]));
+    let other = json_of(&sbx(&service, KEY_B, &["ls"]));
     assert_eq!(other["runtimes"], Value::Array(Vec::new()));
     let refused = sbx(&service, "not-a-key", &["ls"]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("401"));
 
-    json(&sbx(&service, KEY_A, &["pause", &runtime_id]));
-    let status = json(&sbx(&service, KEY_A, &["status", "cli"]));
+    json_of(&sbx(&service, KEY_A, &["pause", &runtime_id]));
+    let status = json_of(&sbx(&service, KEY_A, &["status", "cli"]));
     assert_eq!(status["session"]["status"], "paused");
-    json(&sbx(&service, KEY_A, &["resume", &runtime_id]));
-    json(&sbx(&service, KEY_A, &["stop", &runtime_id]));
+    json_of(&sbx(&service, KEY_A, &["resume", &runtime_id]));
+    json_of(&sbx(&service, KEY_A, &["stop", &runtime_id]));
     let gone = sbx(&service, KEY_A, &["status", "cli"]);
     assert_eq!(gone.status.code(), Some(1));
     assert!(service.containers().is_empty());

@@ -1,11 +1,12 @@
 //! Shared set-up: a running `agentd serve` with its own name and state directory; its
 //! containers are removed when it is dropped, even when a test fails.
 
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use client::protocol::runtime_api::{StartRequest, StartResponse};
+use client::protocol::runtime_api::{SessionStatus, StartRequest, StartResponse};
 use client::{RuntimeApiClient, SandboxClient};
 use testkit::Daemon;
 
@@ -144,6 +145,15 @@ impl Service {
         (started, client)
     }
 
+    /// The sandbox this service finds for `session` (after a restart, say): the session must
+    /// still be running on `runtime_id`.
+    pub async fn found_sandbox(&self, key: &str, session: &str, runtime_id: &str) -> SandboxClient {
+        let found = self.api(key).session(session).await.unwrap();
+        assert_eq!(found.status, SessionStatus::Running);
+        assert_eq!(found.access.runtime_id, runtime_id);
+        SandboxClient::new(&found.access.url, found.access.session_api_key).unwrap()
+    }
+
     /// The containers of this service (`docker ps -a`).
     pub fn containers(&self) -> Vec<String> {
         let out = Command::new("docker")
@@ -186,6 +196,71 @@ pub fn start_request(session: &str) -> StartRequest {
         resource_factor: 1.0,
         runtime_class: None,
     }
+}
+
+/// Starts the sessions `s-0` to `s-3` all at once, alternately on the replicas `a` and `b`,
+/// each with its name in `MARK`, and checks that each sandbox has its own `MARK` and that no
+/// sandbox went to two sessions (`what` names a sandbox in the failures: a pod, a sandbox).
+/// Their runtime ids, sorted.
+pub async fn start_four_sessions_on_two_replicas(
+    a: &Service,
+    b: &Service,
+    what: &str,
+) -> Vec<String> {
+    let starts = (0..4).map(|i| {
+        let (service, session) = (if i % 2 == 0 { a } else { b }, format!("s-{i}"));
+        async move {
+            let mut request = start_request(&session);
+            request
+                .environment
+                .insert("MARK".to_string(), session.clone());
+            let (started, sandbox) = service.ready_sandbox_for(KEY_A, &request).await;
+            let obs = sandbox.run("echo $MARK", None).await.unwrap();
+            assert_eq!(obs.content.trim(), session, "{what} configured twice");
+            started.access.runtime_id
+        }
+    });
+    let mut ids = futures_util::future::join_all(starts).await;
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "{what} was handed out twice: {ids:?}");
+    ids
+}
+
+/// Waits (at most `secs` seconds) until the idle sandbox of `session` is stopped: the
+/// service no longer finds the session.
+pub async fn wait_until_idle_stopped(api: &RuntimeApiClient, session: &str, secs: u64) {
+    eventually(secs, "the idle sandbox to be stopped", || async {
+        api.session(session).await.is_err()
+    })
+    .await;
+}
+
+/// Checks that the service no longer knows the runtime `runtime_id` (404).
+pub async fn assert_runtime_gone(api: &RuntimeApiClient, runtime_id: &str) {
+    assert_eq!(
+        api.runtime(runtime_id).await.unwrap_err().status(),
+        Some(404)
+    );
+}
+
+/// `sbx --json`, the client crate's CLI: the workspace's debug binary (scripts/test builds every
+/// binary first).
+pub fn sbx_json() -> Command {
+    let mut command =
+        Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sbx"));
+    command.arg("--json");
+    command
+}
+
+/// What a command that must have succeeded printed on stdout, as JSON.
+pub fn json_of(output: &Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// Polls `cond` (every 100 ms) until it holds, for at most `secs` seconds.

@@ -8,7 +8,6 @@ use std::process::{Command, Output};
 use std::io::{Read, Write};
 
 use client::SandboxClient;
-use serde_json::Value;
 
 use crate::common::*;
 
@@ -156,23 +155,12 @@ fn certificate(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 
 /// `sbx --json ARGS` trusting `ca`.
 fn sbx(ca: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let binary = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/sbx");
-    Command::new(binary)
-        .arg("--json")
+    sbx_json()
         .args(args)
         .env("SSL_CERT_FILE", ca)
         .envs(env.iter().copied())
         .output()
         .unwrap()
-}
-
-fn json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 #[test]
@@ -196,7 +184,7 @@ fn the_runtime_api_and_the_front_door_speak_tls() {
         ("SANDBOX_REMOTE_RUNTIME_API_URL", api_url.as_str()),
         ("SANDBOX_API_KEY", KEY_A),
     ];
-    let started = json(&sbx(
+    let started = json_of(&sbx(
         &ca,
         &api,
         &["runtime", "start", "tls", "--wait", "60"],
@@ -211,7 +199,7 @@ fn the_runtime_api_and_the_front_door_speak_tls() {
             started["session_api_key"].as_str().unwrap(),
         ),
     ];
-    let ran = json(&sbx(&ca, &session, &["run", "echo over tls"]));
+    let ran = json_of(&sbx(&ca, &session, &["run", "echo over tls"]));
     assert!(
         ran["content"].as_str().unwrap().contains("over tls"),
         "{ran}"
@@ -234,5 +222,5 @@ fn the_runtime_api_and_the_front_door_speak_tls() {
     );
     let untrusted = sbx(Path::new("/nonexistent"), &api, &["runtime", "ls"]);
     assert_eq!(untrusted.status.code(), Some(1));
-    json(&sbx(&ca, &api, &["runtime", "stop", runtime_id]));
+    json_of(&sbx(&ca, &api, &["runtime", "stop", runtime_id]));
 }

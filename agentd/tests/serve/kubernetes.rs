@@ -193,12 +193,8 @@ async fn kubernetes_sandboxes_run_through_the_front_door_recover_and_stop() {
     service.kill();
     service.state = tempfile::tempdir().unwrap();
     service.spawn();
+    let sandbox = service.found_sandbox(KEY_A, "in-a-pod", &runtime_id).await;
     let api = service.api(KEY_A);
-    let found = api.session("in-a-pod").await.unwrap();
-    assert_eq!(found.status, SessionStatus::Running);
-    assert_eq!(found.access.runtime_id, runtime_id);
-    let sandbox =
-        client::SandboxClient::new(&found.access.url, found.access.session_api_key).unwrap();
     let obs = sandbox.run("cat /tmp/note.txt", None).await.unwrap();
     assert_eq!(obs.content.trim(), "before the kill");
 
@@ -221,23 +217,7 @@ async fn two_replicas_share_one_cluster_and_never_hand_out_a_pod_twice() {
         .await;
     // B takes the same warm pods into its pool at start.
     let b = a.replica();
-    let starts = (0..4).map(|i| {
-        let (service, session) = (if i % 2 == 0 { &a } else { &b }, format!("s-{i}"));
-        async move {
-            let mut request = start_request(&session);
-            request
-                .environment
-                .insert("MARK".to_string(), session.clone());
-            let (started, sandbox) = service.ready_sandbox_for(KEY_A, &request).await;
-            let obs = sandbox.run("echo $MARK", None).await.unwrap();
-            assert_eq!(obs.content.trim(), session, "a pod configured twice");
-            started.access.runtime_id
-        }
-    });
-    let mut ids = futures_util::future::join_all(starts).await;
-    ids.sort();
-    ids.dedup();
-    assert_eq!(ids.len(), 4, "a pod was handed out twice: {ids:?}");
+    let ids = start_four_sessions_on_two_replicas(&a, &b, "a pod").await;
     let snapshot = fake.snapshot();
     let sessions: Vec<String> = ids
         .iter()
@@ -280,11 +260,7 @@ async fn idle_kubernetes_sandboxes_are_stopped() {
         !s.pods.contains_key(&runtime_id) && !s.policies.contains_key(&runtime_id)
     })
     .await;
-    let api = service.api(KEY_A);
-    assert_eq!(
-        api.runtime(&runtime_id).await.unwrap_err().status(),
-        Some(404)
-    );
+    assert_runtime_gone(&service.api(KEY_A), &runtime_id).await;
 }
 
 #[tokio::test]

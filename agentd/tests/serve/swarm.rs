@@ -167,12 +167,10 @@ async fn swarm_sandboxes_start_run_pause_resume_survive_a_restart_and_stop() {
         .unwrap();
     service.kill();
     service.spawn();
+    let sandbox = service
+        .found_sandbox(KEY_A, "on-the-swarm", &runtime_id)
+        .await;
     let api = service.api(KEY_A);
-    let found = api.session("on-the-swarm").await.unwrap();
-    assert_eq!(found.status, SessionStatus::Running);
-    assert_eq!(found.access.runtime_id, runtime_id);
-    let sandbox =
-        client::SandboxClient::new(&found.access.url, found.access.session_api_key).unwrap();
     let obs = sandbox.run("cat /workspace/note.txt", None).await.unwrap();
     assert_eq!(obs.content.trim(), "before the kill");
 
@@ -195,23 +193,13 @@ async fn idle_swarm_sandboxes_are_stopped() {
     let name = service.name.clone();
     let (started, _sandbox) = service.ready_sandbox(KEY_A, "idle").await;
     let api = service.api(KEY_A);
-    eventually(60, "the idle sandbox to be stopped", || {
-        let api = &api;
-        async move { api.session("idle").await.is_err() }
-    })
-    .await;
+    wait_until_idle_stopped(&api, "idle", 60).await;
     eventually(30, "its swarm service to go", || {
         let left = OneNodeSwarm::services(&name).is_empty();
         async move { left }
     })
     .await;
-    assert_eq!(
-        api.runtime(&started.access.runtime_id)
-            .await
-            .unwrap_err()
-            .status(),
-        Some(404)
-    );
+    assert_runtime_gone(&api, &started.access.runtime_id).await;
     drop(service);
     OneNodeSwarm::clean(&name);
 }
@@ -233,23 +221,7 @@ async fn two_replicas_share_one_pool_and_never_hand_out_a_sandbox_twice() {
     assert_eq!(api_b.list().await.unwrap().warm.values().sum::<usize>(), 2);
 
     // Both hand out at once: each warm sandbox goes to one of them only.
-    let starts = (0..4).map(|i| {
-        let (service, session) = (if i % 2 == 0 { &a } else { &b }, format!("s-{i}"));
-        async move {
-            let mut request = start_request(&session);
-            request
-                .environment
-                .insert("MARK".to_string(), session.clone());
-            let (started, sandbox) = service.ready_sandbox_for(KEY_A, &request).await;
-            let obs = sandbox.run("echo $MARK", None).await.unwrap();
-            assert_eq!(obs.content.trim(), session, "a sandbox configured twice");
-            started.access.runtime_id
-        }
-    });
-    let mut ids = futures_util::future::join_all(starts).await;
-    ids.sort();
-    ids.dedup();
-    assert_eq!(ids.len(), 4, "a sandbox was handed out twice: {ids:?}");
+    start_four_sessions_on_two_replicas(&a, &b, "a sandbox").await;
 
     // The state is the cluster's: B answers for a session A started, and stops it.
     let found = api_b.session("s-0").await.unwrap();

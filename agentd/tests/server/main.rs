@@ -217,8 +217,8 @@ fn talkative_agent() -> Vec<Reply> {
         )]),
         Reply::text("Which file should I write?"),
         Reply::tool_calls([("execute_bash", json!({"command": "echo kept > notes.txt"}))]),
-        Reply::tool_calls([("finish", json!({"message": "notes.txt is written"}))]),
-        Reply::tool_calls([("finish", json!({"message": "nothing more to do"}))]),
+        Reply::finish("notes.txt is written"),
+        Reply::finish("nothing more to do"),
     ]
 }
 
@@ -388,7 +388,7 @@ async fn busy_agent() -> FakeLlm {
             .map(|m| m["content"].to_string())
             .unwrap_or_default();
         if last_user.contains("please finish") {
-            Reply::tool_calls([("finish", json!({"message": "finished as asked"}))])
+            Reply::finish("finished as asked")
         } else {
             Reply::tool_calls([("execute_bash", json!({"command": format!("echo step-{n}")}))])
                 .delay(Duration::from_millis(150))
@@ -672,7 +672,7 @@ async fn risky_actions_wait_for_the_user_who_confirms_one_and_rejects_another() 
             "execute_bash",
             json!({"command": "echo rejected-run > rejected.txt"}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": "done as far as allowed"}))]),
+        Reply::finish("done as far as allowed"),
     ])
     .await;
     let data = tempfile::tempdir().unwrap();
@@ -738,7 +738,7 @@ async fn a_docker_conversation_works_in_its_own_container_on_its_workspace() {
             "execute_bash",
             json!({"command": "echo from-the-container > made.txt && id -u && cat /.dockerenv >/dev/null && echo in-docker"}),
         )]),
-        Reply::tool_calls([("finish", json!({"message": "made.txt is there"}))]),
+        Reply::finish("made.txt is there"),
     ])
     .await;
     let data = tempfile::tempdir().unwrap();

@@ -32,7 +32,7 @@ async fn a_person_starts_watches_and_answers_a_conversation_in_the_page() {
         .delay(Duration::from_millis(500)),
         Reply::text("Which file should I write?"),
         Reply::tool_calls([("execute_bash", json!({"command": "echo kept > notes.txt"}))]),
-        Reply::tool_calls([("finish", json!({"message": "notes.txt is written"}))]),
+        Reply::finish("notes.txt is written"),
     ])
     .await;
     let data = tempfile::tempdir().unwrap();

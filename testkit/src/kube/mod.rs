@@ -178,26 +178,13 @@ impl FakeKube {
             bumped,
             kubelet: kubelet::Kubelet::new(sandboxd),
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("the fake API server cannot listen: {e}"));
-        let url = format!(
-            "http://{}",
-            listener
-                .local_addr()
-                .unwrap_or_else(|e| panic!("no address: {e}"))
-        );
         let state = shared.clone();
-        let app = axum::Router::new()
-            .fallback(move |method, uri, headers, body| {
-                handle(state.clone(), method, uri, headers, body)
-            })
-            .into_make_service();
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+        let app = axum::Router::new().fallback(move |method, uri, headers, body| {
+            handle(state.clone(), method, uri, headers, body)
         });
+        let (addr, server) = crate::loopback::serve_on_loopback("the fake API server", app).await;
         FakeKube {
-            url,
+            url: format!("http://{addr}"),
             shared,
             server,
         }

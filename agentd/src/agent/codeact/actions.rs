@@ -303,14 +303,9 @@ fn loc_call(call: &ToolCall) -> Result<Action, AgentError> {
     let name = call.function.name.as_str();
     if loc::FUNCTIONS.contains(&name) {
         let code = loc::cell_code(name, &call.function.arguments).map_err(malformed)?;
-        return Ok(Action::from(ActionKind::RunIpython(IPythonRunCellArgs {
-            code,
-            thought: String::new(),
-            include_extra: true,
-            confirmation_state: Default::default(),
-            security_risk: Risk::Unknown.as_i64(),
-            kernel_init_code: String::new(),
-        })));
+        return Ok(Action::from(ActionKind::RunIpython(
+            IPythonRunCellArgs::new(code),
+        )));
     }
     let args = ToolArgs::parse(name, &call.function.arguments).map_err(malformed)?;
     match name {

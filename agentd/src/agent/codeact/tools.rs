@@ -5,7 +5,7 @@
 //! `execute_ipython_cell`, `str_replace_editor`) are `sandbox_common`'s, which sandboxd's MCP
 //! server offers too; `think` and `finish` are the agent's.
 
-use protocol::llm::{FunctionDef, Tool};
+use protocol::llm::Tool;
 use serde_json::{Value, json};
 
 /// Logs a thought.
@@ -87,7 +87,7 @@ pub(crate) fn tools(set: ToolSet) -> Vec<Tool> {
     let mut tools: Vec<Tool> = sandbox_common::sandbox_tools(set.ipython)
         .into_iter()
         .map(|spec| {
-            tool(
+            Tool::function(
                 spec.name,
                 spec.description,
                 with_security_risk(spec.parameters),
@@ -101,7 +101,7 @@ pub(crate) fn tools(set: ToolSet) -> Vec<Tool> {
         tools.push(task_tracker());
     }
     if set.condensation_request {
-        tools.push(tool(
+        tools.push(Tool::function(
             REQUEST_CONDENSATION,
             "Ask for the conversation history to be condensed (summarised or shortened) when it \
              has grown long and much of it no longer matters. Takes no arguments.",
@@ -119,7 +119,7 @@ pub(crate) fn tools(set: ToolSet) -> Vec<Tool> {
 }
 
 fn grep() -> Tool {
-    tool(
+    Tool::function(
         GREP,
         "Search file contents for a regular expression (ripgrep, case-insensitive). Returns the \
          paths of the matching files, most recently modified first, at most 100.",
@@ -136,7 +136,7 @@ fn grep() -> Tool {
 }
 
 fn glob() -> Tool {
-    tool(
+    Tool::function(
         GLOB,
         "Find files whose path matches a glob pattern (e.g. `**/*.rs`). Returns the paths, most \
          recently modified first, at most 100.",
@@ -152,7 +152,7 @@ fn glob() -> Tool {
 }
 
 fn view() -> Tool {
-    tool(
+    Tool::function(
         VIEW,
         "View a file with line numbers, or list a directory two levels deep.",
         json!({
@@ -171,7 +171,7 @@ fn view() -> Tool {
 }
 
 fn task_tracker() -> Tool {
-    tool(
+    Tool::function(
         TASK_TRACKER,
         "Keep a plan of the task as a list of items: `plan` replaces the list (every item with \
          its status), `view` shows it. Use it for work of several steps: plan first, mark an \
@@ -201,7 +201,7 @@ fn task_tracker() -> Tool {
 }
 
 fn delegate() -> Tool {
-    tool(
+    Tool::function(
         DELEGATE,
         "Hand a sub-task to another agent and get its answer back. `ReadOnlyAgent` explores and \
          answers questions about the code (view, grep, glob) and can never change anything; \
@@ -254,24 +254,13 @@ fn with_security_risk(mut parameters: Value) -> Value {
     parameters
 }
 
-fn tool(name: &str, description: &str, parameters: Value) -> Tool {
-    Tool {
-        kind: "function".to_string(),
-        function: FunctionDef {
-            name: name.to_string(),
-            description: description.to_string(),
-            parameters,
-        },
-    }
-}
-
 const THINK_DESCRIPTION: &str = "\
 Write down a thought: reasoning about the problem, a plan, what a result means, or which of \
 several fixes is best. It changes nothing in the sandbox and returns nothing new; use it when \
 working something out helps before acting.";
 
 fn think() -> Tool {
-    tool(
+    Tool::function(
         THINK,
         THINK_DESCRIPTION,
         json!({
@@ -292,7 +281,7 @@ End the task: call it when the task is done, or when it cannot be done. The mess
 user what was done and how it was checked, or why it could not be done.";
 
 fn finish() -> Tool {
-    tool(
+    Tool::function(
         FINISH,
         FINISH_DESCRIPTION,
         json!({
@@ -328,7 +317,7 @@ fn browser() -> Tool {
         "The Python code that interacts with the browser.\n{}",
         include_str!("browser_tool.md")
     );
-    tool(
+    Tool::function(
         BROWSER,
         BROWSER_DESCRIPTION,
         with_security_risk(json!({

@@ -15,10 +15,10 @@ mod python;
 
 use std::sync::Arc;
 
-use protocol::llm::{FunctionDef, Tool};
+use protocol::llm::Tool;
 use protocol::{Action, ActionKind, Event, EventSource, ObservationKind};
 use sandbox_common::{ToolArgs, ToolCallError};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use python::PyValue;
@@ -50,7 +50,7 @@ pub(crate) const FUNCTIONS: [&str; 3] = [
 /// lists them).
 pub(crate) fn tools() -> Vec<Tool> {
     vec![
-        tool(
+        Tool::function(
             SEARCH_CODE_SNIPPETS,
             "Search the repository's Python code. Each search term is looked up as an entity id \
              (`src/app.py`, `src/app.py:Server.start`), else as a name (`Server`, `start`, \
@@ -84,7 +84,7 @@ pub(crate) fn tools() -> Vec<Tool> {
                 "required": []
             }),
         ),
-        tool(
+        Tool::function(
             GET_ENTITY_CONTENTS,
             "Show the code of entities, with line numbers: whole files (`src/app.py`), classes \
              and functions (`src/app.py:Server.start`, the qualified name after the colon), or \
@@ -102,7 +102,7 @@ pub(crate) fn tools() -> Vec<Tool> {
                 "required": ["entity_names"]
             }),
         ),
-        tool(
+        Tool::function(
             EXPLORE_TREE_STRUCTURE,
             "Walk the repository's code graph from entities and show what surrounds them, as \
              trees. Entities: directories (`src/`; the root is `/`), files, classes and \
@@ -155,17 +155,6 @@ pub(crate) fn tools() -> Vec<Tool> {
             }),
         ),
     ]
-}
-
-fn tool(name: &str, description: &str, parameters: Value) -> Tool {
-    Tool {
-        kind: "function".to_string(),
-        function: FunctionDef {
-            name: name.to_string(),
-            description: description.to_string(),
-            parameters,
-        },
-    }
 }
 
 /// The cell a call of `function` (one of [`FUNCTIONS`]) with `arguments` (the call's JSON

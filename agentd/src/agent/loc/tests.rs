@@ -149,14 +149,7 @@ fn the_tools_are_finish_and_the_three_searches() {
 }
 
 fn cell_action(code: &str) -> Action {
-    Action::from(ActionKind::RunIpython(IPythonRunCellArgs {
-        code: code.to_string(),
-        thought: String::new(),
-        include_extra: true,
-        confirmation_state: Default::default(),
-        security_risk: -1,
-        kernel_init_code: String::new(),
-    }))
+    Action::from(ActionKind::RunIpython(IPythonRunCellArgs::new(code)))
 }
 
 fn recorded(action: &Action) -> Arc<Event> {

@@ -48,14 +48,7 @@ fn message(source: EventSource, content: &str) -> Event {
 }
 
 fn ipython(code: &str) -> Event {
-    let mut a = Action::from(ActionKind::RunIpython(IPythonRunCellArgs {
-        code: code.to_string(),
-        thought: String::new(),
-        include_extra: true,
-        confirmation_state: Default::default(),
-        security_risk: -1,
-        kernel_init_code: String::new(),
-    }));
+    let mut a = Action::from(ActionKind::RunIpython(IPythonRunCellArgs::new(code)));
     a.source = Some(EventSource::Agent);
     Event::Action(a)
 }

@@ -300,14 +300,7 @@ fn with_images(stream: &EventStream) {
     let meta = metadata(&r, "call-plot", "execute_ipython_cell");
     let cell = Action {
         tool_call_metadata: Some(meta.clone()),
-        ..Action::from(ActionKind::RunIpython(IPythonRunCellArgs {
-            code: "plot()".into(),
-            thought: String::new(),
-            include_extra: true,
-            confirmation_state: Default::default(),
-            security_risk: -1,
-            kernel_init_code: String::new(),
-        }))
+        ..Action::from(ActionKind::RunIpython(IPythonRunCellArgs::new("plot()")))
     };
     let cell = stream.add(cell, EventSource::Agent).unwrap();
     let output = Observation {

@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bollard::models::{ContainerCreateBody, HostConfig, PortBinding};
+use bollard::models::{ContainerCreateBody, ContainerUpdateBody, HostConfig, PortBinding};
 
 use super::disk::{DEFAULT_DISK_BYTES, DiskMounts};
 use super::labels;
@@ -77,6 +77,17 @@ impl Limits {
             memory_bytes: self.memory_bytes.map(|m| (m as f64 * factor) as i64),
             cpus: self.cpus.map(|c| c * factor),
             pids: self.pids,
+        }
+    }
+
+    /// The `docker update` body that gives a running container these memory and CPU limits
+    /// (its process limit stays as it was created).
+    pub(crate) fn update_body(&self) -> ContainerUpdateBody {
+        ContainerUpdateBody {
+            memory: self.memory_bytes,
+            memory_swap: self.memory_bytes,
+            nano_cpus: self.cpus.map(|c| (c * 1e9) as i64),
+            ..Default::default()
         }
     }
 }

@@ -720,14 +720,8 @@ impl DockerHost {
 
     /// Changes a running sandbox's memory and CPU limits (`docker update`).
     pub(crate) async fn update_limits(&self, id: &str, limits: &Limits) -> Result<(), DockerError> {
-        let body = bollard::models::ContainerUpdateBody {
-            memory: limits.memory_bytes,
-            memory_swap: limits.memory_bytes,
-            nano_cpus: limits.cpus.map(|c| (c * 1e9) as i64),
-            ..Default::default()
-        };
         self.docker
-            .update_container(id, body)
+            .update_container(id, limits.update_body())
             .await
             .map_err(|e| self.missing(id, e))
     }

@@ -14,20 +14,26 @@ fn run(command: &str) -> ActionKind {
 }
 
 fn cell(code: &str) -> ActionKind {
-    ActionKind::RunIpython(IPythonRunCellArgs {
-        code: code.to_string(),
-        thought: String::new(),
-        include_extra: true,
-        confirmation_state: Default::default(),
-        security_risk: -1,
-        kernel_init_code: String::new(),
-    })
+    ActionKind::RunIpython(IPythonRunCellArgs::new(code))
+}
+
+/// Walks `table` (an action's text, its expected risk) in order, checking the risk the default
+/// rules give the action `make` makes of each text in the workspace; a failure names its row
+/// (`what`: a command, a cell).
+fn assert_default_risks(make: fn(&str) -> ActionKind, what: &str, table: &[(&str, Risk)]) {
+    let rules = RuleSet::with_defaults(&[]).unwrap();
+    for (text, expected) in table {
+        assert_eq!(
+            rules.risk(&make(text), WORKSPACE),
+            *expected,
+            "{what} {text:?}"
+        );
+    }
 }
 
 /// The table of commands and their expected risks, walked in order; a failure names its row.
 #[test]
 fn the_rules_analyzer_gives_each_command_its_risk() {
-    let rules = RuleSet::with_defaults(&[]).unwrap();
     let table: &[(&str, Risk)] = &[
         // Everyday work.
         ("ls -la", Risk::Low),
@@ -97,18 +103,11 @@ fn the_rules_analyzer_gives_each_command_its_risk() {
         ("git push --force origin main", Risk::Medium),
         ("kill -9 1234", Risk::Medium),
     ];
-    for (command, expected) in table {
-        assert_eq!(
-            rules.risk(&run(command), WORKSPACE),
-            *expected,
-            "command {command:?}"
-        );
-    }
+    assert_default_risks(run, "command", table);
 }
 
 #[test]
 fn cells_are_judged_by_the_same_rules() {
-    let rules = RuleSet::with_defaults(&[]).unwrap();
     let table: &[(&str, Risk)] = &[
         ("print(1 + 1)", Risk::Low),
         ("import os\nos.system('rm -rf /')", Risk::High),
@@ -120,13 +119,7 @@ fn cells_are_judged_by_the_same_rules() {
         ),
         ("%pip install numpy", Risk::Medium),
     ];
-    for (code, expected) in table {
-        assert_eq!(
-            rules.risk(&cell(code), WORKSPACE),
-            *expected,
-            "cell {code:?}"
-        );
-    }
+    assert_default_risks(cell, "cell", table);
 }
 
 #[test]

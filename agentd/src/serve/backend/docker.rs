@@ -56,17 +56,9 @@ impl Backend for DockerBackend {
 
     async fn create(&self, config: &ServeConfig, spec: Spec<'_>) -> Result<Warm, ServeError> {
         let sandbox_config = SandboxConfig {
-            image: spec.tag.to_string(),
-            plugins: Vec::new(),
-            limits: spec.limits.clone(),
             publish_address: config.publish_address.clone(),
-            await_configuration: true,
-            user: Some(spec.profile.user),
-            sudo: spec.profile.sudo,
-            egress: spec.profile.egress.clone(),
-            name: Some(spec.runtime_id.to_string()),
             labels: serve_labels(config, &spec),
-            ..config.sandbox.clone()
+            ..spec.sandbox(config, spec.tag.to_string(), spec.profile.user)
         };
         let sandbox = self.docker.up(&sandbox_config, None).await?;
         let port = port_of(&sandbox.url).ok_or_else(|| {

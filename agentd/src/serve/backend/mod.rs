@@ -19,7 +19,7 @@ use client::{ClientError, SandboxClient};
 use super::store::Claim;
 use super::{ServeConfig, ServeError};
 use crate::runtime::docker::config::SANDBOXD_PORT;
-use crate::runtime::docker::{Egress, Limits, SandboxUser};
+use crate::runtime::docker::{DockerError, Egress, Limits, SandboxConfig, SandboxUser, user};
 
 pub(super) use docker::DockerBackend;
 pub use kubernetes::{KubeConnection, KubeError, KubernetesSettings};
@@ -129,6 +129,37 @@ pub(super) struct Spec<'a> {
     /// Its memory and CPU limits (the service's, or scaled by a `resource_factor` on a backend
     /// that cannot change them later: [`Backend::resizes`]).
     pub(super) limits: &'a Limits,
+}
+
+impl Spec<'_> {
+    /// The sandbox `config`'s service makes of `image` for this spec, running as `user`: the
+    /// service's sandbox settings with the spec's limits, sudo and egress, named after its
+    /// runtime id, its sandboxd waiting for its configuration.
+    pub(super) fn sandbox(
+        &self,
+        config: &ServeConfig,
+        image: String,
+        user: SandboxUser,
+    ) -> SandboxConfig {
+        SandboxConfig {
+            image,
+            plugins: Vec::new(),
+            limits: self.limits.clone(),
+            await_configuration: true,
+            user: Some(user),
+            sudo: self.profile.sudo,
+            egress: self.profile.egress.clone(),
+            name: Some(self.runtime_id.to_string()),
+            ..config.sandbox.clone()
+        }
+    }
+
+    /// The profile's user, unless it is root and `config`'s service does not allow root (the
+    /// docker backend leaves that to [`DockerHost::up`](crate::runtime::docker::DockerHost::up)).
+    pub(super) fn user(&self, config: &ServeConfig) -> Result<SandboxUser, ServeError> {
+        user::choose(None, Some(self.profile.user), config.sandbox.allow_root)
+            .map_err(|e| DockerError::from(e).into())
+    }
 }
 
 /// An engine that runs the service's sandboxes. Every sandbox it makes carries the service's

@@ -31,9 +31,7 @@ use super::docker::serve_labels;
 use super::{Backend, Found, SandboxState, ServedSandbox, Spec, Warm, answers_http};
 use crate::runtime::docker::config::SANDBOXD_PORT;
 use crate::runtime::docker::inspect::is_not_found;
-use crate::runtime::docker::{
-    DockerError, Egress, Limits, Network, SandboxConfig, image, labels, user,
-};
+use crate::runtime::docker::{DockerError, Egress, Limits, Network, SandboxConfig, image, labels};
 use crate::serve::store::Claim;
 use crate::serve::{ServeConfig, ServeError};
 
@@ -259,23 +257,12 @@ impl SwarmBackend {
         spec: &Spec<'_>,
         key: &str,
     ) -> Result<(String, u16, BTreeMap<u16, u16>), ServeError> {
-        let chosen = user::choose(None, Some(spec.profile.user), config.sandbox.allow_root)
-            .map_err(DockerError::from)?;
+        let chosen = spec.user(config)?;
         let mut tag = spec.tag.to_string();
         if chosen.needs_renumbering() {
             tag = image::ensure_user_image(&self.docker, &tag, chosen).await?;
         }
-        let sandbox = SandboxConfig {
-            image: tag,
-            plugins: Vec::new(),
-            limits: spec.limits.clone(),
-            await_configuration: true,
-            user: Some(chosen),
-            sudo: spec.profile.sudo,
-            egress: spec.profile.egress.clone(),
-            name: Some(spec.runtime_id.to_string()),
-            ..config.sandbox.clone()
-        };
+        let sandbox = spec.sandbox(config, tag, chosen);
         unsupported(&sandbox).map_err(ServeError::BadRequest)?;
         let ports = self
             .free_ports(1 + sandbox.app_container_ports().count())
@@ -586,14 +573,8 @@ impl Backend for SwarmBackend {
         // A new task template would replace the configured sandbox: the running container's
         // limits change instead.
         let container = self.local_container(id).await?;
-        let body = bollard::models::ContainerUpdateBody {
-            memory: limits.memory_bytes,
-            memory_swap: limits.memory_bytes,
-            nano_cpus: limits.cpus.map(|c| (c * 1e9) as i64),
-            ..Default::default()
-        };
         self.docker
-            .update_container(&container, body)
+            .update_container(&container, limits.update_body())
             .await
             .map_err(|e| DockerError::from(e).into())
     }

@@ -37,15 +37,21 @@ fn malformed(result: Result<Vec<Action>, AgentError>) -> String {
     }
 }
 
-/// What the model is told about a response whose only call is `call`, which must be malformed.
-fn malformed_call(call: ToolCall) -> String {
-    malformed(response_to_actions(
-        &answer(None, vec![call]),
+/// The CodeAct actions of `message` with no MCP tools offered, an empty model response and no
+/// metrics.
+fn codeact_actions(message: &Message) -> Result<Vec<Action>, AgentError> {
+    response_to_actions(
+        message,
         &json!({}),
         None,
         &HashSet::new(),
         ToolProfile::CodeAct,
-    ))
+    )
+}
+
+/// What the model is told about a response whose only call is `call`, which must be malformed.
+fn malformed_call(call: ToolCall) -> String {
+    malformed(codeact_actions(&answer(None, vec![call])))
 }
 
 #[test]
@@ -109,14 +115,7 @@ fn several_calls_become_several_actions_with_metadata_and_one_thought() {
 
 #[test]
 fn an_answer_without_calls_is_a_message_that_waits() {
-    let actions = response_to_actions(
-        &answer(Some("Which file?"), vec![]),
-        &json!({}),
-        None,
-        &HashSet::new(),
-        ToolProfile::CodeAct,
-    )
-    .unwrap();
+    let actions = codeact_actions(&answer(Some("Which file?"), vec![])).unwrap();
     let ActionKind::Message(message) = &actions[0].kind else {
         panic!("{:?}", actions[0])
     };
@@ -140,14 +139,7 @@ fn bash_input_finish_and_think_take_their_arguments() {
             call("d", EXECUTE_IPYTHON_CELL, json!({"code": "1+1"})),
         ],
     );
-    let actions = response_to_actions(
-        &message,
-        &json!({}),
-        None,
-        &HashSet::new(),
-        ToolProfile::CodeAct,
-    )
-    .unwrap();
+    let actions = codeact_actions(&message).unwrap();
     assert!(matches!(&actions[0].kind, ActionKind::Run(r) if r.is_input && !r.blocking));
     assert_eq!(actions[0].timeout, None);
     assert!(matches!(&actions[1].kind, ActionKind::Think(t) if t.thought == "hmm"));
@@ -162,14 +154,7 @@ fn reasoning_content_is_part_of_the_thought() {
         vec![call("a", EXECUTE_BASH, json!({"command": "ls"}))],
     );
     message.reasoning_content = Some("The user wants a listing.".to_string());
-    let actions = response_to_actions(
-        &message,
-        &json!({}),
-        None,
-        &HashSet::new(),
-        ToolProfile::CodeAct,
-    )
-    .unwrap();
+    let actions = codeact_actions(&message).unwrap();
     let ActionKind::Run(run) = &actions[0].kind else {
         panic!()
     };
@@ -263,14 +248,7 @@ fn a_browser_call_is_browse_interactive() {
             json!({"code": "goto('http://localhost:8000')", "security_risk": "LOW"}),
         )],
     );
-    let actions = response_to_actions(
-        &message,
-        &json!({}),
-        None,
-        &HashSet::new(),
-        ToolProfile::CodeAct,
-    )
-    .unwrap();
+    let actions = codeact_actions(&message).unwrap();
     let ActionKind::BrowseInteractive(args) = &actions[0].kind else {
         panic!("{:?}", actions[0].kind);
     };
@@ -292,14 +270,7 @@ fn the_model_can_request_a_condensation_and_plan_its_tasks() {
             ),
         ],
     );
-    let actions = response_to_actions(
-        &message,
-        &json!({}),
-        None,
-        &HashSet::new(),
-        ToolProfile::CodeAct,
-    )
-    .unwrap();
+    let actions = codeact_actions(&message).unwrap();
     assert!(matches!(
         actions[0].kind,
         ActionKind::CondensationRequest(_)
@@ -318,13 +289,7 @@ fn the_model_can_request_a_condensation_and_plan_its_tasks() {
         vec![call("c3", TASK_TRACKER, json!({"command": "plan"}))],
     );
     assert_eq!(
-        malformed(response_to_actions(
-            &bad,
-            &json!({}),
-            None,
-            &HashSet::new(),
-            ToolProfile::CodeAct
-        )),
+        malformed(codeact_actions(&bad)),
         "Missing required argument \"task_list\" for \"plan\" command in tool call task_tracker"
     );
 }
@@ -336,14 +301,7 @@ fn the_model_can_request_a_condensation_and_plan_its_tasks() {
 fn a_native_call_without_a_known_security_risk_runs_at_unknown_risk() {
     let risk_of = |args: Value| {
         let message = answer(None, vec![call("c", EXECUTE_BASH, args)]);
-        let actions = response_to_actions(
-            &message,
-            &json!({}),
-            None,
-            &HashSet::new(),
-            ToolProfile::CodeAct,
-        )
-        .unwrap();
+        let actions = codeact_actions(&message).unwrap();
         actions[0].kind.security_risk()
     };
     assert_eq!(risk_of(json!({"command": "ls"})), Some(-1));

@@ -31,7 +31,7 @@ use tokio::time::Instant;
 
 use super::{Backend, Found, SandboxState, ServedSandbox, Spec, Warm, answers_http};
 use crate::runtime::docker::config::SANDBOXD_PORT;
-use crate::runtime::docker::{Limits, Network, SandboxConfig, user};
+use crate::runtime::docker::{Limits, Network, SandboxConfig};
 use crate::serve::store::Claim;
 use crate::serve::{ServeConfig, ServeError};
 
@@ -542,8 +542,7 @@ impl Backend for KubernetesBackend {
     }
 
     async fn create(&self, config: &ServeConfig, spec: Spec<'_>) -> Result<Warm, ServeError> {
-        let chosen = user::choose(None, Some(spec.profile.user), config.sandbox.allow_root)
-            .map_err(crate::runtime::docker::DockerError::from)?;
+        let chosen = spec.user(config)?;
         if chosen.needs_renumbering() {
             return Err(ServeError::BadRequest(format!(
                 "the kubernetes backend runs sandboxes as the image's user (uid 1000) or root, not uid {}: that needs an image made for it",
@@ -551,17 +550,7 @@ impl Backend for KubernetesBackend {
             )));
         }
         let key = random_hex(32).map_err(|e| ServeError::Internal(e.to_string()))?;
-        let sandbox = SandboxConfig {
-            image: spec.tag.to_string(),
-            plugins: Vec::new(),
-            limits: spec.limits.clone(),
-            await_configuration: true,
-            user: Some(chosen),
-            sudo: spec.profile.sudo,
-            egress: spec.profile.egress.clone(),
-            name: Some(spec.runtime_id.to_string()),
-            ..config.sandbox.clone()
-        };
+        let sandbox = spec.sandbox(config, spec.tag.to_string(), chosen);
         match self.make(config, &spec, &sandbox, &key).await {
             Ok(local_url) => Ok(Warm {
                 runtime_id: spec.runtime_id.to_string(),
