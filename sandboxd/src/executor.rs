@@ -167,10 +167,6 @@ impl Executor {
         };
         let browser = Browser::new(browsers.clone());
         let ipython = IPython::spawn(kernels.clone());
-        if has_plugin("jupyter") {
-            // In the background: `/alive` does not wait for it; a first cell does.
-            ipython.boot(config.working_dir.clone());
-        }
         let shells = Arc::new(ShellConfig {
             run_as: config.run_as,
             login: config.login_shell,
@@ -186,6 +182,12 @@ impl Executor {
             working_dir: config.working_dir.clone(),
         });
         let bash = BashShell::start(shells.clone(), config.working_dir.clone()).await?;
+        if has_plugin("jupyter") {
+            // In the background: `/alive` does not wait for it; a first cell does. Only once
+            // the shell is ready: the kernel's imports take a core for a second, and would
+            // slow the shell's start, which `/alive` (and so the first observation) waits for.
+            ipython.boot(config.working_dir.clone());
+        }
         let shell_config = shells.clone();
         let shells = Shells::new(shells, config.working_dir.clone(), bash);
         Ok(Executor {

@@ -484,6 +484,12 @@ async fn a_disk_fill_stops_at_the_sandboxs_disk_and_the_sandbox_goes_on() {
     sandbox.client.alive().await.expect("sandboxd answers");
     let (code, out) = sandbox.sh("echo still here > ~/note && cat ~/note").await;
     assert_eq!((code, out.trim()), (0, "still here"));
+    // A second sandbox's disk is a copy of the same template: none of the first's writes.
+    let second = Running::with(|c| c.disk_bytes = Some(64 << 20)).await;
+    let (code, out) = second
+        .sh("test -f ~/.bashrc && ls -A ~ /var/tmp /workspace | grep -c note")
+        .await;
+    assert_eq!((code, out.trim()), (1, "0"), "{out}");
     // The host keeps no mount or file of it: the container's mounts hold the disk.
     let root = "/var/lib/sandboxd/disks";
     let name = &sandbox.sandbox.name;

@@ -177,28 +177,79 @@ async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
     assert!(container_exists(&detached.id));
 }
 
-/// What an agentd that died while making a sandbox disk leaves (an old image file, the
-/// content cache of an image the engine no longer has) goes with `gc`; the cache of an image
-/// it has stays.
+/// What an agentd that died while making a sandbox disk leaves (an old image file, an old
+/// template being made) and the content cache and templates of an image the engine no longer
+/// has go with `gc`; the cache and template of an image it has stay.
 #[tokio::test]
 async fn gc_removes_old_disk_leftovers_and_the_content_of_gone_images() {
-    let _sandbox = Running::with(|_| {}).await;
+    let sandbox = Running::with(|c| c.disk_bytes = Some(64 << 20)).await;
     let root = std::path::Path::new("/var/lib/sandboxd/disks");
-    let gone =
-        root.join(".content/0000000000000000000000000000000000000000000000000000000000000000");
-    std::fs::create_dir_all(&gone).unwrap();
+    let gone_image = "0000000000000000000000000000000000000000000000000000000000000000";
+    let gone = [".content", ".templates"].map(|cache| root.join(cache).join(gone_image));
+    for dir in &gone {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::create_dir(gone[1].join("partial-0")).unwrap();
+    std::fs::write(gone[1].join("partial-0.img"), b"").unwrap();
+    // The templates of the test image: the one its sandbox was copied from, and one an agentd
+    // died making.
+    let live_templates = root
+        .join(".templates")
+        .join(image_id_of(&sandbox.sandbox.id));
+    // (Other tests make templates of other sizes and paths meanwhile.)
+    let templates = || -> Vec<_> {
+        std::fs::read_dir(&live_templates)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "img"))
+            .filter(|p| !p.to_string_lossy().contains("partial-"))
+            .collect()
+    };
+    let kept_templates = templates();
+    assert!(
+        !kept_templates.is_empty(),
+        "no template of the test image was kept"
+    );
+    let dead_partial = live_templates.join("partial-dead");
+    std::fs::create_dir(&dead_partial).unwrap();
+    let dead_partial_img = dead_partial.with_extension("img");
     let leftover = root.join("sandbox-left-by-a-dead-agentd.img");
-    let file = std::fs::File::create(&leftover).unwrap();
     // Older than the ten minutes a disk may take to be made.
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    file.set_modified(old).unwrap();
-    drop(file);
+    for path in [&leftover, &dead_partial_img] {
+        let file = std::fs::File::create(path).unwrap();
+        file.set_modified(old).unwrap();
+    }
     let docker = DockerHost::connect().unwrap();
     docker.gc(GcPolicy::default()).await.unwrap();
-    assert!(!gone.exists(), "the content of a gone image was kept");
+    for dir in &gone {
+        assert!(!dir.exists(), "{} of a gone image was kept", dir.display());
+    }
     assert!(!leftover.exists(), "an old leftover disk was kept");
+    assert!(
+        !dead_partial_img.exists(),
+        "an old partial template was kept"
+    );
+    assert!(
+        !dead_partial.exists(),
+        "an old partial template's mount point was kept"
+    );
+    for template in &kept_templates {
+        assert!(template.exists(), "{} went", template.display());
+    }
     let kept = std::fs::read_dir(root.join(".content")).unwrap().count();
     assert!(kept >= 1, "the content of the test image went too");
+}
+
+/// The engine's id of the image of `container`, without `sha256:`.
+fn image_id_of(container: &str) -> String {
+    let out = std::process::Command::new("docker")
+        .args(["container", "inspect", "-f", "{{.Image}}", container])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let id = String::from_utf8_lossy(&out.stdout);
+    id.trim().trim_start_matches("sha256:").to_string()
 }
 
 #[tokio::test]

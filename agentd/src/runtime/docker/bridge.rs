@@ -53,9 +53,56 @@ impl DockerHost {
         labels: &HashMap<String, String>,
         config: &SandboxConfig,
     ) -> Result<(), DockerError> {
+        let proxied = !config.egress.domains().is_empty();
+        let isolation = network::Isolation {
+            egress: config.egress.clone(),
+            host_ports: config.host_ports.clone(),
+            proxy_port: proxied.then_some(egress_proxy::PROXY_PORT),
+        };
+        // The rules name the bridge's interface, which need not exist yet: they are installed
+        // while the engine makes the network (the container starts after both).
+        let bridge_name = bridge.to_string();
+        let rules = async {
+            tokio::task::spawn_blocking(move || network::install(&bridge_name, &isolation))
+                .await
+                .map_err(|e| {
+                    DockerError::Unsupported(format!("installing the firewall rules failed: {e}"))
+                })?
+                .map_err(DockerError::from)
+        };
+        let (subnet, rules) = tokio::join!(self.create_bridge(bridge, labels), rules);
+        let made = match (subnet, rules) {
+            (Ok(subnet), Ok(())) => {
+                if proxied {
+                    egress_proxy::write_policy(
+                        bridge,
+                        &subnet,
+                        &config.egress,
+                        &config.egress_hosts,
+                    )
+                } else {
+                    Ok(())
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        if made.is_err() {
+            // The network, the rules and the policy, whichever were made.
+            self.remove_network(bridge).await;
+        }
+        made
+    }
+
+    /// Creates the engine's network named `bridge` as its interface is, labelled `labels`, in a
+    /// free subnet of the pool, and answers that subnet.
+    async fn create_bridge(
+        &self,
+        bridge: &str,
+        labels: &HashMap<String, String>,
+    ) -> Result<String, DockerError> {
         // Another agentd may take the same free subnet meanwhile: then the next one.
         let mut attempt = 0;
-        let subnet = loop {
+        loop {
             let taken = self.taken_subnets().await?;
             let subnet = network::free_subnet(&taken, attempt).ok_or_else(|| {
                 DockerError::Unsupported(format!(
@@ -82,38 +129,9 @@ impl DockerHost {
                 ..NetworkCreateRequest::default()
             };
             match self.docker.create_network(request).await {
-                Ok(_) => break subnet,
+                Ok(_) => return Ok(subnet),
                 Err(e) if attempt < 5 && e.to_string().contains("overlap") => attempt += 1,
                 Err(e) => return Err(e.into()),
-            }
-        };
-        let proxied = !config.egress.domains().is_empty();
-        if proxied
-            && let Err(e) =
-                egress_proxy::write_policy(bridge, &subnet, &config.egress, &config.egress_hosts)
-        {
-            self.remove_network(bridge).await;
-            return Err(e);
-        }
-        let isolation = network::Isolation {
-            egress: config.egress.clone(),
-            host_ports: config.host_ports.clone(),
-            proxy_port: proxied.then_some(egress_proxy::PROXY_PORT),
-        };
-        let bridge_name = bridge.to_string();
-        let installed =
-            tokio::task::spawn_blocking(move || network::install(&bridge_name, &isolation)).await;
-        match installed {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => {
-                self.remove_network(bridge).await;
-                Err(e.into())
-            }
-            Err(e) => {
-                self.remove_network(bridge).await;
-                Err(DockerError::Unsupported(format!(
-                    "installing the firewall rules failed: {e}"
-                )))
             }
         }
     }

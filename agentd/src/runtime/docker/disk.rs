@@ -11,17 +11,24 @@
 //!   `nodev`), and the places its user can write are bind-mounted from it: the user's home,
 //!   `/var/tmp`, `/workspace` when no workspace is mounted, and the paths the image names in
 //!   its `dev.sandboxd.writable` label (the default image: `/opt/venv`). Each starts with the
-//!   image's content there (extracted from a per-image cache of tar files). The root file
-//!   system is then read-only, so nothing else grows: a full disk is `ENOSPC` for the agent,
-//!   never the host's disk. `/tmp` stays the sized tmpfs it always is. With `sudo` the root
-//!   must stay writable (package installs), so the root is then *not* limited, and the report
-//!   says so.
+//!   image's content there. The root file system is then read-only, so nothing else grows: a
+//!   full disk is `ENOSPC` for the agent, never the host's disk. `/tmp` stays the sized tmpfs
+//!   it always is. With `sudo` the root must stay writable (package installs), so the root is
+//!   then *not* limited, and the report says so.
+//!
+//! Making a disk is on the path to a sandbox's first observation, so it is done once per
+//! image, size, set of paths and owner: that first disk, formatted and filled (from a
+//! per-image cache of tar files), is kept unmounted as a **template**
+//! (`DISK_ROOT/.templates/IMAGE-ID/KEY.img`), and every sandbox's disk is a sparse copy of
+//! it (only its data extents, some tens of MB, are copied; in the kernel), then mounted: tens
+//! of milliseconds instead of a format and an unpack.
 //!
 //! Once the container has started it holds its own mounts of the disk, so the host's mount is
 //! detached and the image file deleted at once ([`release`]): the disk lives exactly as long
 //! as the container's mounts, however the container goes (`agentd sandbox down`, `docker rm
 //! -f`, a crash), and nothing of it is left on the host to clean up. (A sandbox container is
-//! never started twice.) [`sweep`] removes what an agentd that died while making a disk left.
+//! never started twice.) [`sweep`] removes what an agentd that died while making a disk left,
+//! and the templates and content of images the engine no longer has.
 //! Loop-mounting needs root on the host (as the firewall does).
 
 use std::collections::HashMap;
@@ -36,15 +43,28 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 
+use sha2::{Digest, Sha256};
+
+use super::image::hex;
 use super::inspect::is_not_found;
 use super::labels;
 use super::user::SandboxUser;
 use super::{DockerError, host_command};
 use crate::runtime::sandboxd::WORKSPACE;
 
-/// Where the sandboxes' own disks live: `NAME.img` and its mount point `NAME/`, and the
-/// per-image content cache in `.content/`.
+/// Where the sandboxes' own disks live: `NAME.img` and its mount point `NAME/`, the per-image
+/// content cache in [`CONTENT_DIR`] and the disk templates in [`TEMPLATES_DIR`].
 pub(crate) const DISK_ROOT: &str = "/var/lib/sandboxd/disks";
+
+/// The per-image content cache in [`DISK_ROOT`]: `IMAGE-ID/SLOT.tar`.
+const CONTENT_DIR: &str = ".content";
+
+/// The disk templates in [`DISK_ROOT`]: `IMAGE-ID/KEY.img`, and `IMAGE-ID/partial-…` while one
+/// is being made.
+const TEMPLATES_DIR: &str = ".templates";
+
+/// The prefix of a template being made (its mount point, and its image with `.img`).
+const PARTIAL_PREFIX: &str = "partial-";
 
 /// The default size of a sandbox's disk.
 pub(crate) const DEFAULT_DISK_BYTES: u64 = 10 << 30;
@@ -301,7 +321,8 @@ impl Drop for OwnDisk {
     }
 }
 
-/// Makes a sandbox's own disk of `bytes` for `paths`, filled with `image`'s content there.
+/// Makes a sandbox's own disk of `bytes` for `paths`, filled with `image`'s content there: a
+/// copy of the template for them ([`template`]), mounted.
 pub(crate) async fn make(
     docker: &Docker,
     name: &str,
@@ -322,39 +343,142 @@ pub(crate) async fn make(
         })?;
     }
     create_dir(root, 0o700)?;
-    let contents = image_contents(docker, image, paths).await?;
+    let template = template(docker, bytes, image, paths, owner).await?;
     let disk = OwnDisk {
         dir: root.join(name),
     };
-    let paths = paths.to_vec();
     // On a blocking thread, which finishes even if this future is dropped: the disk is then
     // dropped with the thread's result, and released.
     tokio::task::spawn_blocking(move || {
-        format_and_mount(&disk.dir, bytes)?;
-        fill(&disk.dir, &paths, &contents, owner)?;
+        let img = disk.dir.with_extension("img");
+        copy_sparse(&template, &img).map_err(|source| DiskError::Io {
+            what: "cannot copy the disk template to",
+            path: img.clone(),
+            source,
+        })?;
+        mount(&img, &disk.dir)?;
         Ok::<OwnDisk, DiskError>(disk)
     })
     .await
-    .map_err(|e| DiskError::Io {
-        what: "making the disk failed",
-        path: root.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
-    })?
+    .map_err(|e| blocking_failed(root, e))?
     .map_err(DockerError::from)
 }
 
-/// Creates the sparse image beside `dir`, makes an ext4 file system in it and mounts it at
-/// `dir` (`nosuid`, `nodev`).
-fn format_and_mount(dir: &Path, bytes: u64) -> Result<(), DiskError> {
-    let img = dir.with_extension("img");
-    let file = std::fs::File::create_new(&img).map_err(|source| DiskError::Io {
+/// The unmounted disk image, formatted and filled, that the disks of `bytes` for `paths`
+/// owned by `owner` of `image` are copies of: made now unless it exists. Two agentds making
+/// the same one at once each make their own and rename it into place; either is whole.
+async fn template(
+    docker: &Docker,
+    bytes: u64,
+    image: &str,
+    paths: &[String],
+    owner: SandboxUser,
+) -> Result<PathBuf, DockerError> {
+    let id = image_id(docker, image).await?;
+    let dir = Path::new(DISK_ROOT).join(TEMPLATES_DIR).join(&id);
+    let template = dir.join(format!("{}.img", template_key(bytes, paths, owner)));
+    if template.is_file() {
+        return Ok(template);
+    }
+    let contents = image_contents(docker, &id, image, paths).await?;
+    create_dir(&Path::new(DISK_ROOT).join(TEMPLATES_DIR), 0o700)?;
+    create_dir(&dir, 0o700)?;
+    let suffix = sandbox_common::random_hex(6).map_err(|e| DockerError::Entropy(e.to_string()))?;
+    let partial = OwnDisk {
+        dir: dir.join(format!("{PARTIAL_PREFIX}{suffix}")),
+    };
+    let paths = paths.to_vec();
+    let made = template.clone();
+    tokio::task::spawn_blocking(move || {
+        let img = partial.dir.with_extension("img");
+        format(&img, bytes)?;
+        mount(&img, &partial.dir)?;
+        fill(&partial.dir, &paths, &contents, owner)?;
+        // A whole, cleanly unmounted file system; dropping `partial` then removes its mount
+        // point (and the image, had anything failed before the rename).
+        run("umount", &[partial.dir.as_os_str()])?;
+        std::fs::rename(&img, &made).map_err(|source| DiskError::Io {
+            what: "cannot keep the disk template",
+            path: made.clone(),
+            source,
+        })
+    })
+    .await
+    .map_err(|e| blocking_failed(&dir, e))??;
+    tracing::debug!(template = %template.display(), "made a sandbox disk template");
+    Ok(template)
+}
+
+/// The name of the template of disks of `bytes` for `paths` owned by `owner`, in its image's
+/// directory: a digest of all four (and of the layout's version, so that a change to how
+/// disks are filled makes new ones).
+fn template_key(bytes: u64, paths: &[String], owner: SandboxUser) -> String {
+    let mut digest = Sha256::new()
+        .chain_update(b"sandbox disk template v1\0")
+        .chain_update(bytes.to_le_bytes())
+        .chain_update(owner.uid.to_le_bytes())
+        .chain_update(owner.gid.to_le_bytes());
+    for path in paths {
+        digest.update(path.as_bytes());
+        digest.update(b"\0");
+    }
+    hex(&digest.finalize()[..12])
+}
+
+/// The error of a blocking thread that did not finish (it panicked, or the runtime is
+/// shutting down).
+fn blocking_failed(path: &Path, e: tokio::task::JoinError) -> DiskError {
+    DiskError::Io {
+        what: "making the disk failed",
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// Copies `from` to a new file `to` of the same length with its holes kept: only the data
+/// extents (`SEEK_DATA` to `SEEK_HOLE`) are copied, in the kernel. A file system without
+/// hole reporting says the whole file is data; the copy is then whole, and only slower.
+fn copy_sparse(from: &Path, to: &Path) -> std::io::Result<()> {
+    use nix::unistd::{Whence, lseek};
+    use std::io::{Read, Seek, SeekFrom};
+    let mut source = std::fs::File::open(from)?;
+    let length = i64::try_from(source.metadata()?.len()).map_err(std::io::Error::other)?;
+    let mut copy = std::fs::File::create_new(to)?;
+    copy.set_len(length.unsigned_abs())?;
+    let mut offset = 0;
+    while offset < length {
+        let start = match lseek(&source, offset, Whence::SeekData) {
+            Ok(start) => start,
+            // No data after `offset`: the rest is a hole.
+            Err(nix::errno::Errno::ENXIO) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let end = lseek(&source, start, Whence::SeekHole)?;
+        let extent = (end - start).unsigned_abs();
+        source.seek(SeekFrom::Start(start.unsigned_abs()))?;
+        copy.seek(SeekFrom::Start(start.unsigned_abs()))?;
+        let copied = std::io::copy(&mut (&mut source).take(extent), &mut copy)?;
+        if copied != extent {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("{} shrank while it was copied", from.display()),
+            ));
+        }
+        offset = end;
+    }
+    Ok(())
+}
+
+/// Creates the sparse image `img` of `bytes` and makes an ext4 file system in it.
+fn format(img: &Path, bytes: u64) -> Result<(), DiskError> {
+    let file = std::fs::File::create_new(img).map_err(|source| DiskError::Io {
         what: "cannot create the disk image",
-        path: img.clone(),
+        path: img.to_path_buf(),
         source,
     })?;
     file.set_len(bytes).map_err(|source| DiskError::Io {
         what: "cannot size the disk image",
-        path: img.clone(),
+        path: img.to_path_buf(),
         source,
     })?;
     drop(file);
@@ -370,7 +494,11 @@ fn format_and_mount(dir: &Path, bytes: u64) -> Result<(), DiskError> {
             "^has_journal".as_ref(),
             img.as_os_str(),
         ],
-    )?;
+    )
+}
+
+/// Mounts the disk image `img` at a new directory `dir` (`nosuid`, `nodev`).
+fn mount(img: &Path, dir: &Path) -> Result<(), DiskError> {
     create_dir(dir, 0o700)?;
     run(
         "mount",
@@ -442,18 +570,22 @@ fn fill(
     Ok(())
 }
 
-/// The image's content at each path, as tar files cached per image id under
+/// The id of `image` without its `sha256:`: the name of its cache directories.
+async fn image_id(docker: &Docker, image: &str) -> Result<String, DockerError> {
+    let id = docker.inspect_image(image).await?.id.unwrap_or_default();
+    Ok(id.trim_start_matches("sha256:").to_string())
+}
+
+/// The image's content at each path, as tar files cached per image id (`id`) under
 /// `DISK_ROOT/.content/IMAGE-ID/SLOT.tar`: made once (from a created, never started,
 /// container of the image), then reused. A path the image does not have is left out.
 async fn image_contents(
     docker: &Docker,
+    id: &str,
     image: &str,
     paths: &[String],
 ) -> Result<HashMap<String, PathBuf>, DockerError> {
-    let id = docker.inspect_image(image).await?.id.unwrap_or_default();
-    let cache = Path::new(DISK_ROOT)
-        .join(".content")
-        .join(id.trim_start_matches("sha256:"));
+    let cache = Path::new(DISK_ROOT).join(CONTENT_DIR).join(id);
     let mut found = HashMap::new();
     let mut missing = Vec::new();
     for path in paths {
@@ -468,7 +600,7 @@ async fn image_contents(
     if missing.is_empty() {
         return Ok(found);
     }
-    create_dir(&Path::new(DISK_ROOT).join(".content"), 0o700)?;
+    create_dir(&Path::new(DISK_ROOT).join(CONTENT_DIR), 0o700)?;
     create_dir(&cache, 0o700)?;
     let body = ContainerCreateBody {
         image: Some(image.to_string()),
@@ -596,12 +728,27 @@ pub(crate) async fn sweep(docker: &Docker, live: &[String]) -> Result<(), Docker
         .into_iter()
         .map(|image| image.id.trim_start_matches("sha256:").to_string())
         .collect();
-    let content = Path::new(DISK_ROOT).join(".content");
-    if let Ok(entries) = std::fs::read_dir(&content) {
+    let mut stale = Vec::new();
+    for cache in [CONTENT_DIR, TEMPLATES_DIR] {
+        let Ok(entries) = std::fs::read_dir(Path::new(DISK_ROOT).join(cache)) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let id = entry.file_name().to_string_lossy().into_owned();
-            if !images.contains(&id) {
-                let _ = std::fs::remove_dir_all(entry.path());
+            if images.contains(&id) {
+                stale.extend(partials(&entry.path(), SWEEP_AGE));
+            } else {
+                // A template being made has its mount point here: released first.
+                let _ = tokio::task::spawn_blocking({
+                    let dir = entry.path();
+                    move || {
+                        for partial in partials(&dir, std::time::Duration::ZERO) {
+                            release(&partial);
+                        }
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
+                })
+                .await;
             }
         }
     }
@@ -627,9 +774,35 @@ pub(crate) async fn sweep(docker: &Docker, live: &[String]) -> Result<(), Docker
         for stem in orphans {
             release(&Path::new(DISK_ROOT).join(stem));
         }
+        for partial in stale {
+            release(&partial);
+        }
     })
     .await;
     Ok(())
+}
+
+/// The mount points of the templates being made in an image's template directory `dir` for
+/// at least `age` (a template is made in seconds: an old one was left by an agentd that died
+/// meanwhile).
+fn partials(dir: &Path, age: std::time::Duration) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(PARTIAL_PREFIX))
+        .filter(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|elapsed| elapsed >= age))
+        })
+        // `partial-…` and `partial-….img`: one mount point.
+        .map(|e| e.path().with_extension(""))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// Whether something is mounted at `dir` (from `/proc/self/mountinfo`).

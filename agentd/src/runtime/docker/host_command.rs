@@ -1,6 +1,7 @@
 //! Short commands agentd runs on the host for a sandbox (`mkfs.ext4`, `mount`, `iptables`):
-//! each in its own process group, its stdin empty, its output read concurrently up to a cap
-//! (the rest drained), waited for and reaped. Blocking: call it from a blocking thread.
+//! each in its own process group, its stdin empty or a given input, its output read
+//! concurrently up to a cap (the rest drained), waited for and reaped. Blocking: call it from
+//! a blocking thread.
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -23,16 +24,46 @@ pub(super) struct Output {
 
 /// Runs `program` with `args` and waits for it; `Err` when it could not be started.
 pub(super) fn output<S: AsRef<OsStr>>(program: &str, args: &[S]) -> std::io::Result<Output> {
+    run(program, args, None)
+}
+
+/// Runs `program` with `args`, `input` on its stdin, and waits for it; `Err` when it could
+/// not be started.
+pub(super) fn output_with_input<S: AsRef<OsStr>>(
+    program: &str,
+    args: &[S],
+    input: &[u8],
+) -> std::io::Result<Output> {
+    run(program, args, Some(input))
+}
+
+fn run<S: AsRef<OsStr>>(
+    program: &str,
+    args: &[S],
+    input: Option<&[u8]>,
+) -> std::io::Result<Output> {
     let mut child = Command::new(program)
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()?;
+    let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let (stdout, stderr) = std::thread::scope(|scope| {
+        if let (Some(mut stdin), Some(input)) = (stdin, input) {
+            // A program that exits without reading it all is answered by its status.
+            scope.spawn(move || {
+                use std::io::Write;
+                let _ = stdin.write_all(input);
+            });
+        }
         let stderr = scope.spawn(move || stderr.map(|s| capped(s, MAX_STDERR)));
         let stdout = stdout.map(|s| capped(s, MAX_STDOUT)).unwrap_or_default();
         (stdout, stderr.join().ok().flatten().unwrap_or_default())

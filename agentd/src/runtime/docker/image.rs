@@ -384,7 +384,8 @@ where
     Ok(id)
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `bytes` in lower-case hexadecimal.
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -19,7 +19,7 @@ pub(crate) mod network;
 pub(crate) mod user;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bollard::Docker;
@@ -322,19 +322,33 @@ impl DockerHost {
                 (Some(dir), None)
             }
         };
-        if let Some(bridge) = &bridge {
-            self.create_network(bridge, &ours, config).await?;
-        }
         let key = random_hex(32).map_err(|e| DockerError::Entropy(e.to_string()))?;
-        let (disk, disk_limit, own_disk) = match self.disk(config, &name).await {
-            Ok(disk) => disk,
-            Err(e) => {
-                if let Some(dir) = &socket_dir {
-                    let _ = std::fs::remove_dir_all(dir);
-                }
-                if let Some(bridge) = &bridge {
+        // The network (the engine's work) and the disk (ours) at once: both are on the way to
+        // the first observation, and neither needs the other.
+        let network = async {
+            match &bridge {
+                Some(bridge) => self.create_network(bridge, &ours, config).await,
+                None => Ok(()),
+            }
+        };
+        let (network, disk) = tokio::join!(network, self.disk(config, &name));
+        // On a failure of either, what the other made goes too.
+        let (disk, disk_limit, own_disk) = match (network, disk) {
+            (Ok(()), Ok(disk)) => disk,
+            (network, Err(e)) => {
+                if network.is_ok()
+                    && let Some(bridge) = &bridge
+                {
                     self.remove_network(bridge).await;
                 }
+                remove_socket_dir(socket_dir.as_deref());
+                return Err(e);
+            }
+            (Err(e), Ok((_, _, own_disk))) => {
+                if let Some(own_disk) = own_disk {
+                    own_disk.release().await;
+                }
+                remove_socket_dir(socket_dir.as_deref());
                 return Err(e);
             }
         };
@@ -357,9 +371,7 @@ impl DockerHost {
         let id = match self.docker.create_container(Some(options), body).await {
             Ok(created) => created.id,
             Err(e) => {
-                if let Some(dir) = &socket_dir {
-                    let _ = std::fs::remove_dir_all(dir);
-                }
+                remove_socket_dir(socket_dir.as_deref());
                 if let Some(bridge) = &bridge {
                     self.remove_network(bridge).await;
                 }
@@ -802,6 +814,13 @@ fn exit_reason(
         }
         Some(Err(e)) => format!("waiting for the container failed: {e}"),
         None => "the container stopped".to_string(),
+    }
+}
+
+/// Removes the directory of a sandbox's Unix socket, if it has one (its start failed).
+fn remove_socket_dir(dir: Option<&Path>) {
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 

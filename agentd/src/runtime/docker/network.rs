@@ -472,17 +472,68 @@ fn ensure_chains() -> Result<(), FirewallError> {
     Ok(())
 }
 
-/// Installs the rules of the sandbox behind `bridge` (before its container starts). On
-/// failure, whatever was installed is removed again.
+/// Installs the rules of the sandbox behind `bridge` (before its container starts; the
+/// interface need not exist yet, rules name it): all of them in one `iptables-restore
+/// --noflush`, which commits each table whole or not at all. On failure, whatever was
+/// installed is removed again.
 pub(crate) fn install(bridge: &str, isolation: &Isolation) -> Result<(), FirewallError> {
     ensure_chains()?;
-    for rule in rules(bridge, isolation) {
-        if let Err(e) = iptables(&rule) {
-            remove(bridge);
-            return Err(e);
+    let batch = restore_batch(&rules(bridge, isolation));
+    let out = host_command::output_with_input(
+        "iptables-restore",
+        &["--wait", "--noflush"],
+        batch.as_bytes(),
+    )
+    .map_err(|e| FirewallError::Unavailable(format!("iptables-restore: {e}")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    remove(bridge);
+    Err(FirewallError::Refused {
+        args: batch,
+        stderr: out.stderr,
+    })
+}
+
+/// The `iptables-restore` input that appends `rules` (as [`rules`] makes them: `-A CHAIN ...`,
+/// after `-t TABLE` for another table than `filter`), one section per table, in order.
+fn restore_batch(rules: &[Vec<String>]) -> String {
+    let mut tables: Vec<(&str, Vec<String>)> = Vec::new();
+    for rule in rules {
+        let (table, spec) = match rule.as_slice() {
+            [flag, table, spec @ ..] if flag == "-t" => (table.as_str(), spec),
+            spec => ("filter", spec),
+        };
+        let line = spec
+            .iter()
+            .map(|arg| restore_word(arg))
+            .collect::<Vec<_>>()
+            .join(" ");
+        match tables.iter_mut().find(|(t, _)| *t == table) {
+            Some((_, lines)) => lines.push(line),
+            None => tables.push((table, vec![line])),
         }
     }
-    Ok(())
+    let mut batch = String::new();
+    for (table, lines) in tables {
+        batch.push_str(&format!("*{table}\n"));
+        for line in lines {
+            batch.push_str(&line);
+            batch.push('\n');
+        }
+        batch.push_str("COMMIT\n");
+    }
+    batch
+}
+
+/// One argument as `iptables-restore` reads it: as it is, or double-quoted when it has a
+/// space or a quote (none of ours do; a comment might).
+fn restore_word(arg: &str) -> String {
+    if arg.is_empty() || arg.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
+        format!("\"{}\"", arg.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        arg.to_string()
+    }
 }
 
 /// Deletes every rule that carries `bridge`'s comment. Best effort: a rule that cannot be

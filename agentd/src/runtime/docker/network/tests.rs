@@ -244,3 +244,39 @@ fn an_address_only_policy_has_no_redirect_and_no_dns() {
             .any(|r| r.contains("nat") || r.contains("--dport 53"))
     );
 }
+
+#[test]
+fn the_rules_go_to_iptables_restore_in_one_batch_per_table_in_order() {
+    let rules = rules(
+        "sbx-abc123",
+        &Isolation {
+            egress: "example.com:443".parse().unwrap(),
+            host_ports: Vec::new(),
+            proxy_port: Some(3128),
+        },
+    );
+    let batch = restore_batch(&rules);
+    let sections: Vec<&str> = batch.split_inclusive("COMMIT\n").collect();
+    assert_eq!(sections.len(), 2, "{batch}");
+    assert!(sections[0].starts_with("*filter\n-A SANDBOXD-INPUT -i sbx-abc123 "));
+    assert!(sections[1].starts_with("*nat\n-A SANDBOXD-PREROUTING -i sbx-abc123 "));
+    // Every rule, each once, in its table's order, without the `-t` that named the table.
+    let lines: Vec<&str> = batch.lines().filter(|l| l.starts_with("-A ")).collect();
+    let expected: Vec<String> = rules
+        .iter()
+        .filter(|r| r[0] != "-t")
+        .chain(rules.iter().filter(|r| r[0] == "-t"))
+        .map(|r| {
+            r.iter()
+                .skip_while(|a| *a != "-A")
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(lines, expected);
+    // A word with a space or a quote is quoted as iptables-restore reads it.
+    assert_eq!(restore_word("sandboxd:sbx-1"), "sandboxd:sbx-1");
+    assert_eq!(restore_word("a \"b\""), r#""a \"b\"""#);
+    assert_eq!(restore_word(""), r#""""#);
+}
