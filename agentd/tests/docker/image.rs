@@ -31,6 +31,25 @@ async fn a_base_without_our_user_becomes_a_sandbox_image_once() {
     assert!(lines > 0, "no progress was reported");
     println!("sandbox image from a new base built in {:?}", first.elapsed);
     assert!(is_sandbox_image(docker.docker(), &first.tag).await.unwrap());
+    // One layer on the base, whose configuration it keeps; and no container left of making it.
+    let [made, of] = [&first.tag, &base].map(|image| inspect(image));
+    assert_eq!(
+        made["RootFS"]["Layers"].as_array().unwrap().len(),
+        of["RootFS"]["Layers"].as_array().unwrap().len() + 1
+    );
+    for key in ["Cmd", "Env", "WorkingDir", "Entrypoint"] {
+        assert_eq!(made["Config"][key], of["Config"][key], "{key}");
+    }
+    let labels = &made["Config"]["Labels"];
+    assert_eq!(labels["test.run"], base.as_str());
+    assert_eq!(labels["dev.sandboxd.base"], base.as_str());
+    assert!(labels["dev.sandboxd.version"].is_string(), "{labels}");
+    assert!(labels.get("dev.sandboxd.scratch").is_none(), "{labels}");
+    let leftovers = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--filter", "name=^/sandboxd-layer-"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&leftovers.stdout).trim(), "");
 
     let again = ensure_sandbox_image(docker.docker(), &base, &sandboxd_binary(), |_| {})
         .await
@@ -46,6 +65,10 @@ async fn a_base_without_our_user_becomes_a_sandbox_image_once() {
         .await;
     assert_eq!(code, 0, "{out}");
     assert_eq!(out.trim(), "openhands\n/workspace\nok");
+    let (code, out) = sandbox
+        .sh("stat -c '%a %U' /opt/sandboxd/bin/sandboxd /usr/local/bin/sudo")
+        .await;
+    assert_eq!((code, out.trim()), (0, "755 root\n755 root"));
     drop(sandbox);
 
     for image in [&first.tag, &base] {
@@ -53,6 +76,17 @@ async fn a_base_without_our_user_becomes_a_sandbox_image_once() {
             .args(["rmi", "-f", image])
             .output();
     }
+}
+
+/// `docker image inspect`'s answer for `image`.
+fn inspect(image: &str) -> serde_json::Value {
+    let out = std::process::Command::new("docker")
+        .args(["image", "inspect", image])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    all[0].clone()
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
-//! Sandbox images: any base image with bash becomes one by adding sandboxd in one thin layer,
-//! built by the engine from an in-memory context. The tag names the base image's id and the
-//! sandboxd binary's digest, so a built image is reused until either changes.
+//! Sandbox images: any base image with bash becomes one by adding sandboxd in one thin layer
+//! ([`layer`](super::layer): one container, one commit). The tag names the base image's id and
+//! the sandboxd binary's and the layer's digests, so a made image is reused until any changes.
 //!
 //! Also: importing a root filesystem tarball as a base image (what `docker import` does).
 
@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::config::{SANDBOX_UID, SANDBOX_USER, SANDBOXD_PATH};
 use super::inspect::is_not_found;
+use super::layer::{self, Layer, LayerFile};
 use super::user::SandboxUser;
 use super::{DockerError, labels};
 use crate::runtime::sandboxd::{WORKSPACE, default_sandboxd_binary};
@@ -149,12 +150,15 @@ pub async fn ensure_sandbox_image(
             source,
         })?;
     let version = env!("CARGO_PKG_VERSION");
-    let dockerfile = dockerfile(base, &base_user, version);
+    let script = sandbox_script();
+    let user = needs_root(&base_user).then_some("root");
     let digest = hex(&Sha256::new()
+        .chain_update(b"sandbox layer v2\0")
         .chain_update(base_id.as_bytes())
         .chain_update(&binary)
-        .chain_update(dockerfile.as_bytes())
+        .chain_update(script.as_bytes())
         .chain_update(SUDO_SHIM.as_bytes())
+        .chain_update(user.unwrap_or_default().as_bytes())
         .finalize()[..8]);
     let tag = format!("{REPOSITORY}:{version}-{digest}");
     if docker.inspect_image(&tag).await.is_ok() {
@@ -164,13 +168,29 @@ pub async fn ensure_sandbox_image(
             elapsed: started.elapsed(),
         });
     }
-
-    let context = [
-        ContextFile::new("Dockerfile", dockerfile.as_bytes(), 0o644),
-        ContextFile::new("sandboxd", &binary, 0o755),
-        ContextFile::new("sudo", SUDO_SHIM.as_bytes(), 0o755),
+    progress(&format!("adding sandboxd to {base} as {tag}"));
+    let files = [
+        LayerFile {
+            path: SANDBOXD_PATH,
+            data: &binary,
+            mode: 0o755,
+        },
+        LayerFile {
+            path: SUDO_SHIM_PATH,
+            data: SUDO_SHIM.as_bytes(),
+            mode: 0o755,
+        },
     ];
-    build(docker, &tag, &context, &HashMap::new(), &mut progress).await?;
+    let layer = Layer {
+        files: &files,
+        script: &script,
+        labels: &[
+            (labels::SANDBOXD_VERSION, version),
+            (labels::BASE_IMAGE, base),
+        ],
+        user,
+    };
+    layer::commit(docker, base, split_name(&tag), &layer).await?;
     let elapsed = started.elapsed();
     tracing::info!(%tag, secs = elapsed.as_secs_f64(), "built sandbox image");
     Ok(SandboxImage {
@@ -199,33 +219,28 @@ fi
 exec /usr/bin/sudo "$@"
 "#;
 
-/// The thin layer, in as few steps as possible: each costs an intermediate container and a
-/// commit, seconds on some storage drivers (and build-option labels would add one step per
-/// label). The base may lack our user: add `openhands` (uid 1000) where missing, with sudo where
-/// the base has it. `USER root` only when the base runs as someone else.
-fn dockerfile(base: &str, base_user: &str, version: &str) -> String {
-    let become_root = match base_user {
-        "" | "root" | "0" | "0:0" | "root:root" => "",
-        _ => "USER root\n",
-    };
+/// Whether a base that runs as `base_user` must be made to run as root (sandboxd starts as
+/// root and drops to the sandbox user).
+fn needs_root(base_user: &str) -> bool {
+    !matches!(base_user, "" | "root" | "0" | "0:0" | "root:root")
+}
+
+/// The sandbox layer's script, after sandboxd and the sudo shim are in place. The base may lack
+/// our user: add `openhands` (uid 1000) where missing, with sudo where the base has it; make
+/// the workspace; check that sandboxd runs there.
+fn sandbox_script() -> String {
     format!(
-        r#"FROM {base}
-{become_root}COPY sandboxd {SANDBOXD_PATH}
-COPY sudo {SUDO_SHIM_PATH}
-RUN set -e; \
-    if ! id -u {SANDBOX_USER} >/dev/null 2>&1; then \
-      if command -v useradd >/dev/null 2>&1; then useradd -m -u {SANDBOX_UID} -U -s /bin/bash {SANDBOX_USER}; \
-      else adduser -D -u {SANDBOX_UID} -s /bin/bash {SANDBOX_USER}; fi; \
-    fi; \
-    if [ -d /etc/sudoers.d ] && [ ! -e /etc/sudoers.d/{SANDBOX_USER} ]; then \
-      echo '{SANDBOX_USER} ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/{SANDBOX_USER}; chmod 0440 /etc/sudoers.d/{SANDBOX_USER}; \
-    fi; \
-    mkdir -p {WORKSPACE}; chown {SANDBOX_UID}:{SANDBOX_UID} {WORKSPACE}; \
-    {SANDBOXD_PATH} --version >/dev/null
-LABEL {version_label}="{version}" {base_label}="{base}"
-"#,
-        version_label = labels::SANDBOXD_VERSION,
-        base_label = labels::BASE_IMAGE,
+        r#"set -e
+if ! id -u {SANDBOX_USER} >/dev/null 2>&1; then
+  if command -v useradd >/dev/null 2>&1; then useradd -m -u {SANDBOX_UID} -U -s /bin/bash {SANDBOX_USER}
+  else adduser -D -u {SANDBOX_UID} -s /bin/bash {SANDBOX_USER}; fi
+fi
+if [ -d /etc/sudoers.d ] && [ ! -e /etc/sudoers.d/{SANDBOX_USER} ]; then
+  echo '{SANDBOX_USER} ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/{SANDBOX_USER}; chmod 0440 /etc/sudoers.d/{SANDBOX_USER}
+fi
+mkdir -p {WORKSPACE}; chown {SANDBOX_UID}:{SANDBOX_UID} {WORKSPACE}
+{SANDBOXD_PATH} --version >/dev/null
+"#
     )
 }
 
@@ -247,36 +262,35 @@ pub(crate) async fn ensure_user_image(
         return Ok(tag);
     }
     let started = Instant::now();
-    let dockerfile = user_dockerfile(image, user);
-    let context = [ContextFile::new("Dockerfile", dockerfile.as_bytes(), 0o644)];
-    build(docker, &tag, &context, &HashMap::new(), |line| {
-        tracing::debug!(target: "agentd::build", "{line}");
-    })
-    .await?;
+    let script = user_script(user);
+    let value = format!("{}:{}", user.uid, user.gid);
+    let layer = Layer {
+        files: &[],
+        script: &script,
+        labels: &[(labels::SANDBOX_USER, &value)],
+        user: Some("root"),
+    };
+    layer::commit(docker, image, split_name(&tag), &layer).await?;
     tracing::info!(%tag, secs = started.elapsed().as_secs_f64(), "made the sandbox user {user}");
     Ok(tag)
 }
 
-/// One step: the group takes the gid unless a group has it already (the user then joins that
-/// group), the user takes uid and gid, its home, the workspace and the image's venv (the
-/// base image's `$VIRTUAL_ENV`, where `pip install` goes) are handed over.
-fn user_dockerfile(image: &str, user: SandboxUser) -> String {
+/// The group takes the gid unless a group has it already (the user then joins that group), the
+/// user takes uid and gid, its home, the workspace and the image's venv (the base image's
+/// `$VIRTUAL_ENV`, where `pip install` goes) are handed over.
+fn user_script(user: SandboxUser) -> String {
     let SandboxUser { uid, gid } = user;
     format!(
-        r#"FROM {image}
-USER root
-RUN set -e; \
-    home=$(sed -n 's/^{SANDBOX_USER}:[^:]*:[^:]*:[^:]*:[^:]*:\([^:]*\):.*/\1/p' /etc/passwd); \
-    [ -n "$home" ] || {{ echo "the image has no user {SANDBOX_USER}" >&2; exit 1; }}; \
-    if ! cut -d: -f3 /etc/group | grep -qx '{gid}'; then \
-      sed -i 's/^\({SANDBOX_USER}:[^:]*\):[0-9]*:/\1:{gid}:/' /etc/group; \
-    fi; \
-    sed -i 's/^\({SANDBOX_USER}:[^:]*\):[0-9]*:[0-9]*:/\1:{uid}:{gid}:/' /etc/passwd; \
-    chown -R {uid}:{gid} "$home" {WORKSPACE}; \
-    if [ -n "${{VIRTUAL_ENV:-}}" ] && [ -d "$VIRTUAL_ENV" ]; then chown -R {uid}:{gid} "$VIRTUAL_ENV"; fi
-LABEL {user_label}="{uid}:{gid}"
-"#,
-        user_label = labels::SANDBOX_USER,
+        r#"set -e
+home=$(sed -n 's/^{SANDBOX_USER}:[^:]*:[^:]*:[^:]*:[^:]*:\([^:]*\):.*/\1/p' /etc/passwd)
+[ -n "$home" ] || {{ echo "the image has no user {SANDBOX_USER}" >&2; exit 1; }}
+if ! cut -d: -f3 /etc/group | grep -qx '{gid}'; then
+  sed -i 's/^\({SANDBOX_USER}:[^:]*\):[0-9]*:/\1:{gid}:/' /etc/group
+fi
+sed -i 's/^\({SANDBOX_USER}:[^:]*\):[0-9]*:[0-9]*:/\1:{uid}:{gid}:/' /etc/passwd
+chown -R {uid}:{gid} "$home" {WORKSPACE}
+if [ -n "${{VIRTUAL_ENV:-}}" ] && [ -d "$VIRTUAL_ENV" ]; then chown -R {uid}:{gid} "$VIRTUAL_ENV"; fi
+"#
     )
 }
 
@@ -364,7 +378,7 @@ pub async fn import_rootfs<S>(docker: &Docker, stream: S, tag: &str) -> Result<S
 where
     S: Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static,
 {
-    let (repo, version) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
+    let (repo, version) = split_name(tag);
     let options = CreateImageOptionsBuilder::default()
         .from_src("-")
         .repo(repo)

@@ -15,6 +15,7 @@ mod host_command;
 pub(crate) mod image;
 pub(crate) mod inspect;
 pub(crate) mod labels;
+mod layer;
 pub(crate) mod network;
 pub(crate) mod user;
 
@@ -659,6 +660,7 @@ impl DockerHost {
             }
         }
         disk::sweep(&self.docker, &live).await?;
+        layer::sweep(&self.docker).await?;
         self.sweep_networks().await?;
         Ok(removed)
     }

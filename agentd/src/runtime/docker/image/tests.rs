@@ -41,26 +41,29 @@ fn image_names_split_at_the_tag_not_at_a_registry_port() {
 }
 
 #[test]
-fn the_dockerfile_adds_the_user_only_where_missing() {
-    let text = dockerfile("debian:bookworm-slim", "", "9.9.9");
-    assert!(text.starts_with("FROM debian:bookworm-slim\nCOPY sandboxd "));
-    assert!(text.contains("COPY sudo /usr/local/bin/sudo\n"));
-    assert!(text.contains("if ! id -u openhands"));
-    assert!(text.contains(r#"dev.sandboxd.version="9.9.9""#));
-    let text = dockerfile("app:1", "app", "9.9.9");
-    assert!(text.starts_with("FROM app:1\nUSER root\nCOPY sandboxd "));
+fn the_sandbox_layer_adds_the_user_only_where_missing_and_root_only_where_needed() {
+    let script = sandbox_script();
+    assert!(
+        script.starts_with("set -e\nif ! id -u openhands"),
+        "{script}"
+    );
+    assert!(script.contains("useradd -m -u 1000 -U -s /bin/bash openhands"));
+    assert!(script.contains("chown 1000:1000 /workspace"));
+    assert!(script.ends_with("/opt/sandboxd/bin/sandboxd --version >/dev/null\n"));
+    for root in ["", "root", "0", "0:0", "root:root"] {
+        assert!(!needs_root(root), "{root}");
+    }
+    assert!(needs_root("app"));
+    assert!(needs_root("1000"));
 }
 
 #[test]
 fn the_user_layer_renumbers_the_sandbox_user() {
-    let text = user_dockerfile(
-        "sandboxd-runtime:x",
-        SandboxUser {
-            uid: 4321,
-            gid: 100,
-        },
-    );
-    assert!(text.starts_with("FROM sandboxd-runtime:x\nUSER root\nRUN "));
+    let text = user_script(SandboxUser {
+        uid: 4321,
+        gid: 100,
+    });
+    assert!(text.starts_with("set -e\nhome=$(sed "), "{text}");
     assert!(text.contains(r"\1:4321:100:/' /etc/passwd"), "{text}");
     assert!(text.contains("grep -qx '100'"), "{text}");
     assert!(
@@ -71,5 +74,4 @@ fn the_user_layer_renumbers_the_sandbox_user() {
         text.contains(r#"chown -R 4321:100 "$VIRTUAL_ENV""#),
         "{text}"
     );
-    assert!(text.contains(r#"dev.sandboxd.user="4321:100""#), "{text}");
 }
