@@ -11,6 +11,7 @@
 //!   recognises sandboxd's cut by the notice.
 //! - `pyrepr`: Python's `repr` of a string, which the reference's messages show (sandboxd's
 //!   editor errors, agentd's MCP action messages).
+//! - `hex`: bytes as hex digits (digests in names and tags, random tokens).
 //! - `random`: random hex from the OS (session keys, HMAC keys, markers, ids).
 //! - `procstat`: the fields of `/proc/PID/stat` we use (state, parent, process group, session,
 //!   terminal foreground group, CPU times, start time), read past the command name's last `)`.
@@ -33,6 +34,7 @@
 //!   the same two.
 
 mod egress;
+mod hex;
 mod mcp;
 pub mod modes;
 mod procstat;
@@ -45,6 +47,7 @@ mod tools;
 mod truncate;
 
 pub use egress::{DomainRule, DomainRuleError, normalize_host, split_port};
+pub use hex::hex;
 pub use mcp::{MCP_REQUEST_TIMEOUT, McpServerError, check_stdio_server, mcp_timeout_message};
 pub use procstat::ProcStat;
 pub use pyrepr::py_repr_str;

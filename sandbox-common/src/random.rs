@@ -12,7 +12,7 @@ pub struct RandomError(getrandom::Error);
 pub fn random_hex(bytes: usize) -> Result<String, RandomError> {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf).map_err(RandomError)?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(crate::hex(&buf))
 }
 
 #[cfg(test)]

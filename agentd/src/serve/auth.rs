@@ -71,7 +71,7 @@ pub(crate) fn same_key(given: &[u8], key: &str) -> bool {
 }
 
 fn fingerprint(digest: &[u8; 32]) -> Caller {
-    Caller(digest[..16].iter().map(|b| format!("{b:02x}")).collect())
+    Caller(sandbox_common::hex(&digest[..16]))
 }
 
 fn digest(key: &str) -> [u8; 32] {

@@ -28,12 +28,10 @@ pub(crate) fn content_hash(path: &Path) -> Option<String> {
             Err(_) => return None,
         }
     }
-    let hex: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Some(format!("{ALGORITHM}{hex}"))
+    Some(format!(
+        "{ALGORITHM}{}",
+        sandbox_common::hex(&hasher.finalize())
+    ))
 }
 
 /// A content hash as a caller sends it (`If-Match`): an entity tag, quoted or not, weak or

@@ -244,11 +244,7 @@ fn missing_since_defined(history: &[Arc<Event>]) -> bool {
 /// and imports the functions into the kernel's namespace. The source is a raw string, so
 /// that the event log shows it as it is.
 fn definition() -> String {
-    let digest: String = Sha256::digest(MODULE_SOURCE.as_bytes())
-        .iter()
-        .take(8)
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
+    let digest = sandbox_common::hex(&Sha256::digest(MODULE_SOURCE.as_bytes())[..8]);
     let source = if MODULE_SOURCE.contains("'''") || MODULE_SOURCE.ends_with('\\') {
         python::str_repr(MODULE_SOURCE)
     } else {

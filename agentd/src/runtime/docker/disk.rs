@@ -43,9 +43,9 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 
+use sandbox_common::hex;
 use sha2::{Digest, Sha256};
 
-use super::image::hex;
 use super::inspect::is_not_found;
 use super::labels;
 use super::user::SandboxUser;

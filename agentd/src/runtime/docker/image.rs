@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use bollard::Docker;
 use bollard::query_parameters::{BuildImageOptionsBuilder, CreateImageOptionsBuilder};
 use futures_util::{Stream, StreamExt, TryStreamExt};
+use sandbox_common::hex;
 use sha2::{Digest, Sha256};
 
 use super::config::{SANDBOX_UID, SANDBOX_USER, SANDBOXD_PATH};
@@ -396,11 +397,6 @@ where
         .find_map(|i| i.status.clone())
         .unwrap_or_default();
     Ok(id)
-}
-
-/// `bytes` in lower-case hexadecimal.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 mod secs {
