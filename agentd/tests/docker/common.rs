@@ -12,7 +12,7 @@ use tokio::sync::OnceCell;
 #[path = "../support/binaries.rs"]
 mod binaries;
 
-pub use binaries::{agentd, base_image, sandboxd_binary};
+pub use binaries::{Cleanup, agentd, base_image, sandboxd_binary};
 
 static IMAGE: OnceCell<String> = OnceCell::const_new();
 
@@ -58,7 +58,7 @@ impl Running {
             .unwrap_or_else(|e| panic!("sandbox did not come up: {e}"));
         let client = sandbox.client().expect("client");
         Running {
-            _cleanup: Cleanup(sandbox.id.clone()),
+            _cleanup: Cleanup(vec![sandbox.id.clone()]),
             sandbox,
             client,
         }
@@ -81,18 +81,6 @@ impl Running {
         self.client.alive().await.expect("sandboxd answers");
         let (code, out) = self.sh("echo still here").await;
         assert_eq!((code, out.trim()), (0, "still here"));
-    }
-}
-
-/// Removes a container when a test ends, however it ends (with the Docker CLI: drop cannot
-/// wait for async work).
-pub struct Cleanup(pub String);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = Command::new("docker")
-            .args(["rm", "-f", "-v", &self.0])
-            .output();
     }
 }
 

@@ -20,7 +20,7 @@ async fn down_removes_the_container_and_its_socket_directory() {
         )
         .await
         .unwrap();
-    let _cleanup = Cleanup(sandbox.id.clone());
+    let _cleanup = Cleanup(vec![sandbox.id.clone()]);
     let socket = sandbox.url.strip_prefix("unix:").unwrap().to_string();
     assert!(std::path::Path::new(&socket).exists());
     docker.down(&sandbox.name).await.unwrap();
@@ -104,7 +104,7 @@ async fn the_cli_brings_up_lists_runs_in_and_takes_down_a_sandbox() {
     );
     let sandbox: Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = sandbox["id"].as_str().unwrap().to_string();
-    let _cleanup = Cleanup(id.clone());
+    let _cleanup = Cleanup(vec![id.clone()]);
     let name = sandbox["name"].as_str().unwrap();
     assert!(sandbox["session_api_key"].as_str().unwrap().len() >= 32);
 
@@ -142,11 +142,11 @@ async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
     // A detached sandbox, which gc must keep.
     let docker = DockerHost::connect().unwrap();
     let detached = docker.up(&config(|_| {}).await, None).await.unwrap();
-    let _cleanup = Cleanup(detached.id.clone());
+    let _cleanup = Cleanup(vec![detached.id.clone()]);
     // An owned one: `up --attach` stays in the foreground as its owner.
     let (mut owner, owned) = up_attached(&image);
     let owned_id = owned["id"].as_str().unwrap().to_string();
-    let _owned_cleanup = Cleanup(owned_id.clone());
+    let _owned_cleanup = Cleanup(vec![owned_id.clone()]);
 
     // While the owner lives, gc leaves it alone.
     let removed = docker.gc(GcPolicy::default()).await.unwrap();
@@ -257,7 +257,7 @@ async fn attach_removes_its_sandbox_on_sigterm() {
     let image = sandbox_image().await;
     let (mut owner, sandbox) = up_attached(&image);
     let id = sandbox["id"].as_str().unwrap().to_string();
-    let _cleanup = Cleanup(id.clone());
+    let _cleanup = Cleanup(vec![id.clone()]);
     let status = std::process::Command::new("kill")
         .args(["-TERM", &owner.id().to_string()])
         .status()

@@ -9,6 +9,11 @@ use protocol::observation::ErrorExtras;
 use protocol::{Action, ActionKind, Observation, ObservationKind, ToolCallMetadata};
 use sandbox_common::ProcStat;
 
+#[path = "../support/binaries.rs"]
+mod binaries;
+
+pub use binaries::{Cleanup, base_image};
+
 /// The sandboxd the local runtime runs: `AGENTD_SANDBOXD_BIN` (as for the other test
 /// binaries), else this workspace's debug build.
 pub fn local_sandboxd() -> PathBuf {

@@ -5,11 +5,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentd::docker::DEFAULT_BASE_IMAGE;
 use agentd::docker::SandboxConfig;
 use agentd::{Runtime, RuntimeConfig, RuntimeError, RuntimeKind, error_id};
 
-use crate::common::{answer_to_a_kill, error_id_of, eventually, metadata, run, sh};
+use crate::common::{Cleanup, answer_to_a_kill, error_id_of, eventually, metadata, run, sh};
 
 /// The sandboxd put into images: `AGENTD_SANDBOXD_BIN` (the static build), else the
 /// workspace's static release build.
@@ -22,22 +21,11 @@ fn config() -> RuntimeConfig {
         kind: RuntimeKind::Docker,
         sandboxd_binary: Some(image_sandboxd()),
         docker: SandboxConfig {
-            image: testkit::base_image(DEFAULT_BASE_IMAGE),
+            image: crate::common::base_image(),
             plugins: Vec::new(),
             ..SandboxConfig::default()
         },
         ..RuntimeConfig::default()
-    }
-}
-
-/// Removes a container whatever happens to the test.
-struct Cleanup(String);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = Command::new("docker")
-            .args(["rm", "-f", "-v", &self.0])
-            .output();
     }
 }
 
@@ -52,7 +40,7 @@ async fn start() -> (Runtime, Cleanup) {
     let runtime = Runtime::start(&config())
         .await
         .unwrap_or_else(|e| panic!("the Docker runtime did not start: {e}"));
-    let cleanup = Cleanup(runtime.container_id().unwrap().to_string());
+    let cleanup = Cleanup(vec![runtime.container_id().unwrap().to_string()]);
     (runtime, cleanup)
 }
 

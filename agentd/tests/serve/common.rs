@@ -174,14 +174,7 @@ impl Drop for Service {
         if let Some(daemon) = &mut self.daemon {
             daemon.terminate(Duration::from_secs(30));
         }
-        let ids = self.containers();
-        if !ids.is_empty() {
-            let _ = Command::new("docker")
-                .args(["rm", "-f"])
-                .args(&ids)
-                .stdout(Stdio::null())
-                .status();
-        }
+        drop(binaries::Cleanup(self.containers()));
     }
 }
 
