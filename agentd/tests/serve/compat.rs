@@ -1,6 +1,8 @@
 //! OpenHands' own `RemoteRuntime` (openhands-ai 0.62.0) against `agentd serve`, through
 //! `scripts/compat/remote_runtime.sh`: connect, a bash command, a file edit, close. Needs a
-//! Python 3.12 (pyenv) and PyPI; the venv is cached, so only the first run installs.
+//! Python 3.12 (pyenv) and PyPI; the venv is cached, so only the first run installs. Without a
+//! Python 3.12 the check is skipped and says so, unless `AGENTD_REQUIRE_COMPAT` is set (CI sets
+//! it): then that is a failure, so CI cannot pass without the check.
 
 use std::process::Command;
 
@@ -31,6 +33,9 @@ fn check_remote_runtime(serve_args: &str) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     match out.status.code() {
         Some(0) => {}
+        Some(3) if std::env::var_os("AGENTD_REQUIRE_COMPAT").is_some() => {
+            panic!("AGENTD_REQUIRE_COMPAT is set and there is no Python 3.12:\n{stderr}")
+        }
         Some(3) => {
             eprintln!(
                 "SKIPPED: no Python 3.12 on this machine (pyenv versions/3.12.*, or PYTHON312):\n{stderr}"
