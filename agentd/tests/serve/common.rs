@@ -246,6 +246,17 @@ pub fn sbx_json() -> Command {
     command
 }
 
+/// `sbx --json runtime ARGS` against `service` with `key`.
+pub fn sbx_runtime(service: &Service, key: &str, args: &[&str]) -> Output {
+    sbx_json()
+        .arg("runtime")
+        .args(args)
+        .env("SANDBOX_REMOTE_RUNTIME_API_URL", &service.url)
+        .env("SANDBOX_API_KEY", key)
+        .output()
+        .unwrap()
+}
+
 /// What a command that must have succeeded printed on stdout, as JSON.
 pub fn json_of(output: &Output) -> serde_json::Value {
     assert!(

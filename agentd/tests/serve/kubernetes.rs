@@ -209,6 +209,61 @@ async fn kubernetes_sandboxes_run_through_the_front_door_recover_and_stop() {
     assert_valid(&fake).await;
 }
 
+/// The runtime API's clients work unchanged against the kubernetes backend: `sbx runtime`
+/// starts, lists and stops a pod's sandbox, and `agentd run --runtime remote` runs its task in
+/// a pod of its own, which goes when the run ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sbx_runtime_and_agentd_run_drive_kubernetes_sandboxes_unchanged() {
+    let fake = fake().await;
+    let service = Service::start(options(&fake, 0, 0.0));
+    let started = json_of(&sbx_runtime(
+        &service,
+        KEY_A,
+        &["start", "cli", "--wait", "60"],
+    ));
+    let runtime_id = started["runtime_id"].as_str().unwrap().to_string();
+    assert!(fake.snapshot().pods.contains_key(&runtime_id));
+    let listed = json_of(&sbx_runtime(&service, KEY_A, &["ls"]));
+    assert_eq!(listed["runtimes"][0]["runtime_id"], runtime_id.as_str());
+    json_of(&sbx_runtime(&service, KEY_A, &["stop", &runtime_id]));
+    assert!(!fake.snapshot().pods.contains_key(&runtime_id));
+
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    let actions = serde_json::json!([
+        {"action": "run", "args": {"command": "echo from-a-pod-$((6*7))"}},
+    ]);
+    std::fs::write(&script, actions.to_string()).unwrap();
+    let run = agentd()
+        .args(["run", "--runtime", "remote", "--json", "--task", "t"])
+        .args(["--session", "k8s-run", "--script"])
+        .arg(&script)
+        .arg("--sessions-dir")
+        .arg(dir.path().join("sessions"))
+        .env("SANDBOX_REMOTE_RUNTIME_API_URL", &service.url)
+        .env("SANDBOX_API_KEY", KEY_A)
+        .env_remove("AGENTD_CONFIG")
+        .env_remove("SANDBOX_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let said: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["observation"] == "run")
+        .map(|e| e["content"].as_str().unwrap_or_default().trim().to_string())
+        .collect();
+    assert_eq!(said, ["from-a-pod-42"]);
+    assert!(fake.snapshot().pods.is_empty(), "the run's pod was left");
+    assert!(service.api(KEY_A).list().await.unwrap().runtimes.is_empty());
+    assert_valid(&fake).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_replicas_share_one_cluster_and_never_hand_out_a_pod_twice() {
     let fake = fake().await;

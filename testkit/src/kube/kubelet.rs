@@ -259,8 +259,8 @@ fn set_status(shared: &Shared, ns: &str, pod: &Value, status: Value) -> bool {
 }
 
 /// A pod's sandboxd arguments on this host: listening on 127.0.0.1 at `port`, working and
-/// writing under `root`, its shell as this host's user, processes counted as its tree (the
-/// host's uid 1000 is not the sandbox's).
+/// writing under `root`, its shell as this host's user (also when the arguments name none),
+/// processes counted as its tree (the host's uid 1000 is not the sandbox's).
 fn host_args(args: &[String], port: u16, root: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut port_done = false;
@@ -294,6 +294,11 @@ fn host_args(args: &[String], port: u16, root: &std::path::Path) -> Vec<String> 
         }
         // The flag's value is replaced (or dropped with it).
         i += 2;
+    }
+    // Without one, sandboxd runs the shell as the image's user (`openhands`), which this host
+    // may not have: this host's user then too.
+    if !args.iter().any(|a| a == "--username") {
+        out.extend(["--username".to_string(), host_user()]);
     }
     out
 }
