@@ -14,9 +14,11 @@ use futures_util::{Stream, StreamExt, TryStreamExt};
 use sandbox_common::hex;
 use sha2::{Digest, Sha256};
 
+pub use super::archive::ContextFile;
+use super::archive::pack;
 use super::config::{SANDBOX_UID, SANDBOX_USER, SANDBOXD_PATH};
 use super::inspect::is_not_found;
-use super::layer::{self, Layer, LayerFile};
+use super::layer::{self, Layer};
 use super::user::SandboxUser;
 use super::{DockerError, labels};
 use crate::runtime::sandboxd::{WORKSPACE, default_sandboxd_binary};
@@ -171,16 +173,13 @@ pub async fn ensure_sandbox_image(
     }
     progress(&format!("adding sandboxd to {base} as {tag}"));
     let files = [
-        LayerFile {
-            path: SANDBOXD_PATH,
-            data: &binary,
-            mode: 0o755,
-        },
-        LayerFile {
-            path: SUDO_SHIM_PATH,
-            data: SUDO_SHIM.as_bytes(),
-            mode: 0o755,
-        },
+        // Relative to `/`, where the layer is unpacked.
+        ContextFile::new(SANDBOXD_PATH.trim_start_matches('/'), &binary, 0o755),
+        ContextFile::new(
+            SUDO_SHIM_PATH.trim_start_matches('/'),
+            SUDO_SHIM.as_bytes(),
+            0o755,
+        ),
     ];
     let layer = Layer {
         files: &files,
@@ -295,21 +294,6 @@ if [ -n "${{VIRTUAL_ENV:-}}" ] && [ -d "$VIRTUAL_ENV" ]; then chown -R {uid}:{gi
     )
 }
 
-/// A file of a build context.
-#[derive(Debug, Clone, Copy)]
-pub struct ContextFile<'a> {
-    name: &'a str,
-    data: &'a [u8],
-    mode: u32,
-}
-
-impl<'a> ContextFile<'a> {
-    /// A file `name` (a relative path) with these contents and permission bits.
-    pub fn new(name: &'a str, data: &'a [u8], mode: u32) -> ContextFile<'a> {
-        ContextFile { name, data, mode }
-    }
-}
-
 /// Builds the image `tag` from an in-memory context (which holds a `Dockerfile`), with `labels`
 /// on the result, passing each line the build prints to `progress`, and checks that the tag
 /// exists afterwards. No registry is consulted: `FROM` must name a local image.
@@ -357,20 +341,6 @@ pub async fn build(
         .await
         .map_err(|e| DockerError::Build(format!("{tag} was not created: {e}")))?;
     Ok(())
-}
-
-fn pack(files: &[ContextFile<'_>]) -> std::io::Result<Vec<u8>> {
-    let size = files.iter().map(|f| f.data.len() + 1024).sum();
-    let mut tar = tar::Builder::new(Vec::with_capacity(size));
-    for file in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(file.data.len() as u64);
-        header.set_mode(file.mode);
-        header.set_mtime(0);
-        header.set_cksum();
-        tar.append_data(&mut header, file.name, file.data)?;
-    }
-    tar.into_inner()
 }
 
 /// Imports a root filesystem tarball (`stream`, e.g. a file or stdin) as the image `tag`

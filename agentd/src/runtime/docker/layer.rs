@@ -23,6 +23,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 use super::DockerError;
+use super::archive::{ContextFile, pack};
 use super::inspect::is_not_found;
 
 /// The name prefix of the containers layers are made in.
@@ -34,20 +35,11 @@ const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How old a layer's container must be before [`sweep`] takes it for a leftover.
 const SWEEP_AGE: Duration = Duration::from_secs(600);
 
-/// A file of a layer: its absolute path in the image, contents and permission bits (owned by
-/// root; missing parent directories are made `0755`, root's).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LayerFile<'a> {
-    pub(crate) path: &'a str,
-    pub(crate) data: &'a [u8],
-    pub(crate) mode: u32,
-}
-
 /// What a layer holds.
 #[derive(Debug)]
 pub(crate) struct Layer<'a> {
-    /// Put in place before the script runs.
-    pub(crate) files: &'a [LayerFile<'a>],
+    /// Put in place before the script runs (their names relative to `/`).
+    pub(crate) files: &'a [ContextFile<'a>],
     /// Run by `/bin/sh -c` as root; its failure is the layer's, with its output.
     pub(crate) script: &'a str,
     /// Added to the image's labels.
@@ -181,23 +173,6 @@ async fn run_script(docker: &Docker, id: &str) -> Result<(), DockerError> {
     )))
 }
 
-/// The layer's files as a tar archive to unpack at `/`.
-fn pack(files: &[LayerFile<'_>]) -> std::io::Result<Vec<u8>> {
-    let size = files.iter().map(|f| f.data.len() + 1024).sum();
-    let mut tar = tar::Builder::new(Vec::with_capacity(size));
-    for file in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(file.data.len() as u64);
-        header.set_mode(file.mode);
-        header.set_uid(0);
-        header.set_gid(0);
-        header.set_mtime(0);
-        header.set_cksum();
-        tar.append_data(&mut header, file.path.trim_start_matches('/'), file.data)?;
-    }
-    tar.into_inner()
-}
-
 async fn remove(docker: &Docker, id: &str) {
     let options = RemoveContainerOptionsBuilder::default().force(true).build();
     match docker.remove_container(id, Some(options)).await {
@@ -232,6 +207,3 @@ pub(crate) async fn sweep(docker: &Docker) -> Result<(), DockerError> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests;

@@ -7,6 +7,7 @@
 //! mounted into it. Every container carries our labels ([`labels`]); those of a dead owner are
 //! found and removed by [`DockerHost::gc`].
 
+mod archive;
 mod bridge;
 pub(crate) mod config;
 pub(crate) mod disk;

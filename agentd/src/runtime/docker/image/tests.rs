@@ -3,36 +3,6 @@
 use super::*;
 
 #[test]
-fn the_context_holds_the_dockerfile_and_an_executable_sandboxd() {
-    let context = pack(&[
-        ContextFile::new("Dockerfile", b"FROM x\n", 0o644),
-        ContextFile::new("sandboxd", b"\x7fELF", 0o755),
-    ])
-    .unwrap();
-    let mut archive = tar::Archive::new(context.as_slice());
-    let entries: Vec<(String, u32, u64)> = archive
-        .entries()
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            let h = e.header();
-            (
-                e.path().unwrap().display().to_string(),
-                h.mode().unwrap(),
-                h.size().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        entries,
-        vec![
-            ("Dockerfile".to_string(), 0o644, 7),
-            ("sandboxd".to_string(), 0o755, 4)
-        ]
-    );
-}
-
-#[test]
 fn image_names_split_at_the_tag_not_at_a_registry_port() {
     assert_eq!(split_name("repo/rt:1.0"), ("repo/rt", "1.0"));
     assert_eq!(split_name("host:5000/rt"), ("host:5000/rt", "latest"));

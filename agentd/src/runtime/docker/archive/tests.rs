@@ -1,20 +1,12 @@
-//! Unit tests of `runtime/docker/layer.rs`.
+//! Unit tests of `runtime/docker/archive.rs`.
 
 use super::*;
 
 #[test]
-fn the_layers_files_unpack_at_the_root_owned_by_root_with_their_modes() {
+fn the_files_are_packed_owned_by_root_with_their_paths_and_modes() {
     let archive = pack(&[
-        LayerFile {
-            path: "/opt/sandboxd/bin/sandboxd",
-            data: b"\x7fELF",
-            mode: 0o755,
-        },
-        LayerFile {
-            path: "/usr/local/bin/sudo",
-            data: b"#!/bin/sh\n",
-            mode: 0o755,
-        },
+        ContextFile::new("Dockerfile", b"FROM x\n", 0o644),
+        ContextFile::new("opt/sandboxd/bin/sandboxd", b"\x7fELF", 0o755),
     ])
     .unwrap();
     let mut archive = tar::Archive::new(archive.as_slice());
@@ -35,8 +27,8 @@ fn the_layers_files_unpack_at_the_root_owned_by_root_with_their_modes() {
     assert_eq!(
         entries,
         vec![
-            ("opt/sandboxd/bin/sandboxd".to_string(), 0o755, 0, 4),
-            ("usr/local/bin/sudo".to_string(), 0o755, 0, 10)
+            ("Dockerfile".to_string(), 0o644, 0, 7),
+            ("opt/sandboxd/bin/sandboxd".to_string(), 0o755, 0, 4)
         ]
     );
 }
