@@ -177,6 +177,156 @@ async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
     assert!(container_exists(&detached.id));
 }
 
+/// A sandbox being made has its network and firewall rules before any container uses them,
+/// which is what a left-behind network looks like: `gc` (here of another agentd) must leave
+/// them alone while the maker holds its setup lock, or the sandbox would start without its
+/// rules. Once the lock is gone they are leftovers and go.
+#[tokio::test]
+async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
+    // A live sandbox with network: its rules stay whatever happens, and our chains exist.
+    let live = Running::with(|_| {}).await;
+    let live_bridge = docker_inspect(
+        &live.sandbox.id,
+        "{{index .Config.Labels \"dev.sandboxd.bridge\"}}",
+    );
+    let bridge = format!("sbx-{}", sandbox_common::random_hex(5).unwrap());
+    let made = std::process::Command::new("docker")
+        .args(["network", "create", "--label", "dev.sandboxd.managed=true"])
+        .args([
+            "-o",
+            &format!("com.docker.network.bridge.name={bridge}"),
+            &bridge,
+        ])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let comment = format!("sandboxd:{bridge}");
+    let rule = [
+        "-w",
+        "-t",
+        "filter",
+        "-A",
+        "SANDBOXD-FORWARD",
+        "-i",
+        &bridge,
+        "-m",
+        "comment",
+        "--comment",
+        &comment,
+        "-j",
+        "DROP",
+    ];
+    let added = std::process::Command::new("iptables")
+        .args(rule)
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{added:?}");
+    let policy = std::path::PathBuf::from(format!("/run/sandboxd/egress/{bridge}.json"));
+    std::fs::create_dir_all(policy.parent().unwrap()).unwrap();
+    std::fs::write(&policy, b"{}").unwrap();
+    let network_exists = || {
+        std::process::Command::new("docker")
+            .args(["network", "inspect", &bridge])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    let rules_of = |bridge: &str| {
+        let out = std::process::Command::new("iptables")
+            .args(["-w", "-t", "filter", "-S", "SANDBOXD-FORWARD"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(&format!("sandboxd:{bridge}")))
+            .count()
+    };
+    let gc = || {
+        let gc = agentd().args(["sandbox", "gc", "--json"]).output().unwrap();
+        assert!(gc.status.success(), "{gc:?}");
+    };
+
+    // The maker's setup lock, as `up` holds it (flock(1) takes the same flock(2) lock).
+    std::fs::create_dir_all("/run/sandboxd/setup").unwrap();
+    let mut holder = KilledOnDrop::spawn(
+        std::process::Command::new("flock")
+            .arg(format!("/run/sandboxd/setup/{bridge}"))
+            .args(["-c", "echo locked; exec sleep 600"]),
+    );
+    let mut line = String::new();
+    BufReader::new(holder.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+    gc();
+    assert!(
+        network_exists(),
+        "gc removed the network of a sandbox being made"
+    );
+    assert_eq!(
+        rules_of(&bridge),
+        1,
+        "gc removed the rules of a sandbox being made"
+    );
+    assert!(
+        policy.exists(),
+        "gc removed the egress policy of a sandbox being made"
+    );
+
+    drop(holder);
+    gc();
+    assert!(!network_exists(), "a left-behind network was kept");
+    assert_eq!(
+        rules_of(&bridge),
+        0,
+        "the rules of a left-behind network were kept"
+    );
+    assert!(
+        !policy.exists(),
+        "the policy of a left-behind network was kept"
+    );
+    assert!(
+        rules_of(&live_bridge) > 0,
+        "gc removed the rules of a live sandbox"
+    );
+    assert_eq!(live.sh("echo still").await, (0, "still".to_string()));
+}
+
+/// `docker inspect -f FORMAT` of `id`, trimmed.
+fn docker_inspect(id: &str, format: &str) -> String {
+    let out = std::process::Command::new("docker")
+        .args(["inspect", "-f", format, id])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A child in its own process group, killed (the whole group) and reaped on drop.
+struct KilledOnDrop(std::process::Child);
+
+impl KilledOnDrop {
+    fn spawn(command: &mut std::process::Command) -> Self {
+        use std::os::unix::process::CommandExt;
+        Self(
+            command
+                .process_group(0)
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(-(self.0.id() as i32));
+        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
 /// What an agentd that died while making a sandbox disk leaves (an old image file, an old
 /// template being made) and the content cache and templates of an image the engine no longer
 /// has go with `gc`; the cache and template of an image it has stay.
@@ -243,13 +393,9 @@ async fn gc_removes_old_disk_leftovers_and_the_content_of_gone_images() {
 
 /// The engine's id of the image of `container`, without `sha256:`.
 fn image_id_of(container: &str) -> String {
-    let out = std::process::Command::new("docker")
-        .args(["container", "inspect", "-f", "{{.Image}}", container])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let id = String::from_utf8_lossy(&out.stdout);
-    id.trim().trim_start_matches("sha256:").to_string()
+    docker_inspect(container, "{{.Image}}")
+        .trim_start_matches("sha256:")
+        .to_string()
 }
 
 #[tokio::test]

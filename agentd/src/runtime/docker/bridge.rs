@@ -1,47 +1,61 @@
 //! A sandbox's own bridge network on the engine (named as its bridge interface, `sbx-…`, in a
 //! free /28 of the pool): made with its firewall rules ([`network`](super::network)) and, for a
 //! policy with domains, its egress proxy policy ([`egress_proxy`](super::egress_proxy)); removed
-//! with them; and the networks and rules of sandboxes that went away without agentd swept.
+//! with them; and the networks and rules of sandboxes that went away without agentd swept
+//! (never those of one being set up: [`setup`](super::setup)).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use bollard::models::{Ipam, IpamConfig, NetworkCreateRequest};
 use bollard::query_parameters::{InspectNetworkOptions, ListNetworksOptionsBuilder};
 
 use super::config::SandboxConfig;
 use super::inspect::is_not_found;
-use super::{DockerError, DockerHost, egress_proxy, labels, network};
+use super::{DockerError, DockerHost, egress_proxy, labels, network, setup};
 
 impl DockerHost {
-    /// Removes our networks that no container uses any more, and the firewall rules of
-    /// bridges that no longer exist (sandboxes that went away without agentd).
+    /// Removes our networks that no container uses any more, with their firewall rules and
+    /// egress policies, and the rules and policies of bridges that no longer exist (sandboxes
+    /// that went away without agentd). A bridge being set up is left alone (see [`setup`]).
     pub(super) async fn sweep_networks(&self) -> Result<(), DockerError> {
         let options = ListNetworksOptionsBuilder::default()
             .filters(&labels::managed_filter())
             .build();
-        let mut live = Vec::new();
-        for net in self.docker.list_networks(Some(options)).await? {
-            let Some(name) = net.name else { continue };
-            let inspected = self
+        let mut bridges: BTreeSet<String> = self
+            .docker
+            .list_networks(Some(options))
+            .await?
+            .into_iter()
+            .filter_map(|net| net.name)
+            .collect();
+        let (rules, policies) = tokio::task::spawn_blocking(|| {
+            (network::rule_bridges(), egress_proxy::policy_bridges())
+        })
+        .await
+        .map_err(|e| DockerError::Unsupported(format!("listing the firewall rules failed: {e}")))?;
+        bridges.extend(rules);
+        bridges.extend(policies);
+        for bridge in bridges {
+            // Held while this bridge is judged and removed: nobody sets it up meanwhile, and
+            // what is seen after taking it is what counts (a rule listed above may belong to
+            // a sandbox that has started since).
+            let Some(claim) = setup::claim_for_sweep(&bridge) else {
+                continue;
+            };
+            let in_use = match self
                 .docker
-                .inspect_network(&name, None::<InspectNetworkOptions>)
-                .await;
-            let in_use = match inspected {
+                .inspect_network(&bridge, None::<InspectNetworkOptions>)
+                .await
+            {
                 Ok(net) => net.containers.is_some_and(|c| !c.is_empty()),
-                Err(e) if is_not_found(&e) => continue,
+                Err(e) if is_not_found(&e) => false,
                 Err(e) => return Err(e.into()),
             };
-            if in_use {
-                live.push(name);
-            } else {
-                self.remove_network(&name).await;
+            if !in_use {
+                self.remove_network(&bridge).await;
             }
+            drop(claim);
         }
-        let _ = tokio::task::spawn_blocking(move || {
-            network::sweep(&live);
-            egress_proxy::sweep_policies(&live);
-        })
-        .await;
         Ok(())
     }
 
@@ -150,12 +164,18 @@ impl DockerHost {
             .collect())
     }
 
-    /// Removes a sandbox's network and its firewall rules (best effort, logged).
+    /// Removes a sandbox's network and then its firewall rules and egress policy (best
+    /// effort, logged); the rules stay while the engine keeps the network.
     pub(super) async fn remove_network(&self, bridge: &str) {
         match self.docker.remove_network(bridge).await {
             Ok(()) => {}
             Err(e) if is_not_found(&e) => {}
-            Err(e) => tracing::warn!(%bridge, error = %e, "cannot remove a sandbox network"),
+            Err(e) => {
+                // A container may still be on it (one started meanwhile): its isolation stays,
+                // and `gc` tries again once the network is free.
+                tracing::warn!(%bridge, error = %e, "cannot remove a sandbox network; its rules stay");
+                return;
+            }
         }
         let bridge = bridge.to_string();
         let _ = tokio::task::spawn_blocking(move || {

@@ -103,20 +103,21 @@ pub(crate) fn remove_policy(bridge: &str) {
     }
 }
 
-/// Removes the policies of every bridge not in `live`.
-pub(crate) fn sweep_policies(live: &[String]) {
+/// The bridges that have a policy (those of live sandboxes and any left behind).
+pub(crate) fn policy_bridges() -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(POLICY_DIR) else {
-        return;
+        return Vec::new();
     };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(bridge) = name.strip_suffix(".json") else {
-            continue;
-        };
-        if bridge.starts_with(super::network::BRIDGE_PREFIX) && !live.iter().any(|b| b == bridge) {
-            remove_policy(bridge);
-        }
-    }
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let bridge = name.strip_suffix(".json")?;
+            bridge
+                .starts_with(super::network::BRIDGE_PREFIX)
+                .then(|| bridge.to_string())
+        })
+        .collect()
 }
 
 /// The proxy container's body: `image` is any sandbox image (it carries sandboxd).

@@ -18,6 +18,7 @@ pub(crate) mod inspect;
 pub(crate) mod labels;
 mod layer;
 pub(crate) mod network;
+mod setup;
 pub(crate) mod user;
 
 use std::collections::{BTreeMap, HashMap};
@@ -128,6 +129,16 @@ pub enum DockerError {
     )]
     EgressPolicy {
         /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The lock that keeps `gc` away from a sandbox network being set up could not be taken.
+    #[error(
+        "cannot lock {path} for setting up a sandbox network: {source} (agentd needs root for a sandbox with network)"
+    )]
+    SetupLock {
+        /// The lock file or its directory.
         path: PathBuf,
         /// Why.
         source: std::io::Error,
@@ -325,6 +336,21 @@ impl DockerHost {
             }
         };
         let key = random_hex(32).map_err(|e| DockerError::Entropy(e.to_string()))?;
+        // Keeps `gc` away from the network and its rules until the container runs on it (see
+        // `setup`): until then no container uses the network, as for one left behind.
+        let setup = match &bridge {
+            Some(bridge) => {
+                let bridge = bridge.clone();
+                Some(
+                    tokio::task::spawn_blocking(move || setup::SetupLock::acquire(&bridge))
+                        .await
+                        .map_err(|e| {
+                            DockerError::Unsupported(format!("taking the setup lock failed: {e}"))
+                        })??,
+                )
+            }
+            None => None,
+        };
         // The network (the engine's work) and the disk (ours) at once: both are on the way to
         // the first observation, and neither needs the other.
         let network = async {
@@ -388,7 +414,7 @@ impl DockerHost {
             // the disk goes when the container does, however it is removed.
             own_disk.release().await;
         }
-        match waited {
+        let made = match waited {
             Ok((url, app_ports)) => Ok(SandboxContainer {
                 id,
                 name,
@@ -402,7 +428,10 @@ impl DockerHost {
                 self.remove(&id).await;
                 Err(e)
             }
-        }
+        };
+        // Running on its network, or all removed: a sweep may look now.
+        drop(setup);
+        made
     }
 
     /// What the sandbox's disk limit needs (see [`disk`]): nothing, the storage driver's quota,

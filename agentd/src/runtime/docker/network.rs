@@ -27,6 +27,7 @@
 //! Changing the firewall needs root (CAP_NET_ADMIN) on the host; agentd says so and starts no
 //! sandbox rather than one that is not isolated.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
@@ -548,19 +549,13 @@ pub(crate) fn remove(bridge: &str) {
     }
 }
 
-/// Deletes the rules of every sandbox bridge not in `live` (bridges of sandboxes that went
-/// away without agentd).
-pub(crate) fn sweep(live: &[String]) {
-    for (table, chain) in CHAINS {
-        for rule in listed_rules(table, chain) {
-            let Some(bridge) = rule_bridge(&rule) else {
-                continue;
-            };
-            if !live.iter().any(|b| b == bridge) {
-                delete(table, &rule);
-            }
-        }
-    }
+/// The bridges our rules name (those of live sandboxes and any left behind).
+pub(crate) fn rule_bridges() -> BTreeSet<String> {
+    CHAINS
+        .iter()
+        .flat_map(|(table, chain)| listed_rules(table, chain))
+        .filter_map(|rule| rule_bridge(&rule).map(str::to_owned))
+        .collect()
 }
 
 /// The bridge named by a listed rule's comment.
