@@ -180,7 +180,7 @@ async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
 /// A sandbox being made has its network and firewall rules before any container uses them,
 /// which is what a left-behind network looks like: `gc` (here of another agentd) must leave
 /// them alone while the maker holds its setup lock, or the sandbox would start without its
-/// rules. Once the lock is gone they are leftovers and go.
+/// rules. Once the lock is gone (its maker died) they are leftovers and go, with the lock file.
 #[tokio::test]
 async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
     // A live sandbox with network: its rules stay whatever happens, and our chains exist.
@@ -285,6 +285,10 @@ async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
     assert!(
         !policy.exists(),
         "the policy of a left-behind network was kept"
+    );
+    assert!(
+        !std::path::Path::new(&format!("/run/sandboxd/setup/{bridge}")).exists(),
+        "the lock file of a maker that died was kept"
     );
     assert!(
         rules_of(&live_bridge) > 0,

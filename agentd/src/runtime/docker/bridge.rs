@@ -28,13 +28,18 @@ impl DockerHost {
             .into_iter()
             .filter_map(|net| net.name)
             .collect();
-        let (rules, policies) = tokio::task::spawn_blocking(|| {
-            (network::rule_bridges(), egress_proxy::policy_bridges())
+        let (rules, policies, locks) = tokio::task::spawn_blocking(|| {
+            (
+                network::rule_bridges(),
+                egress_proxy::policy_bridges(),
+                setup::locked_bridges(),
+            )
         })
         .await
         .map_err(|e| DockerError::Unsupported(format!("listing the firewall rules failed: {e}")))?;
         bridges.extend(rules);
         bridges.extend(policies);
+        bridges.extend(locks);
         for bridge in bridges {
             // Held while this bridge is judged and removed: nobody sets it up meanwhile, and
             // what is seen after taking it is what counts (a rule listed above may belong to

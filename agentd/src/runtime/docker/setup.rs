@@ -16,7 +16,7 @@
 //! network, which a fresh look sees as in use.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -55,16 +55,28 @@ impl SetupLock {
             .create(dir)
             .map_err(|e| error(dir, e))?;
         let path = lock_path(dir, bridge);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| error(&path, e))?;
-        let lock = Flock::lock(file, FlockArg::LockExclusive)
-            .map_err(|(_, errno)| error(&path, errno.into()))?;
-        Ok(Self { path, _lock: lock })
+        loop {
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)
+                .map_err(|e| error(&path, e))?;
+            let lock = Flock::lock(file, FlockArg::LockExclusive)
+                .map_err(|(_, errno)| error(&path, errno.into()))?;
+            // A sweep may have claimed the file between our open and our lock and removed it
+            // (it removes the lock files it claims): then ours is no one's, and we start over.
+            let locked = lock.metadata().map_err(|e| error(&path, e))?;
+            match std::fs::metadata(&path) {
+                Ok(named) if named.ino() == locked.ino() && named.dev() == locked.dev() => {
+                    return Ok(Self { path, _lock: lock });
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(error(&path, e)),
+            }
+        }
     }
 }
 
@@ -80,10 +92,37 @@ impl Drop for SetupLock {
     }
 }
 
-/// A sweep's claim on a bridge: while it is held, no agentd is setting the bridge up.
+/// A sweep's claim on a bridge: while it is held, no agentd is setting the bridge up. The
+/// lock file, if any, is a leftover of a maker that died (a live one removes its own) and goes
+/// with the claim.
 #[derive(Debug)]
 pub(crate) struct SweepClaim {
-    _lock: Option<Flock<File>>,
+    lock: Option<(PathBuf, Flock<File>)>,
+}
+
+impl Drop for SweepClaim {
+    fn drop(&mut self) {
+        // Removed while still locked: a maker that opened it meanwhile finds that its file is
+        // no longer the one named and makes a new one (`SetupLock::acquire`).
+        if let Some((path, _)) = &self.lock
+            && let Err(e) = std::fs::remove_file(path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %path.display(), error = %e, "cannot remove a setup lock");
+        }
+    }
+}
+
+/// The bridges that have a lock file: being set up, or left by a maker that died.
+pub(crate) fn locked_bridges() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(SETUP_DIR) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(super::network::BRIDGE_PREFIX))
+        .collect()
 }
 
 /// Claims `bridge` for a sweep if nobody is setting it up; `None` if someone is (or if that
@@ -98,7 +137,7 @@ fn claim_in(dir: &Path, bridge: &str) -> Option<SweepClaim> {
         Ok(file) => file,
         // No lock file: not being set up (the maker makes it before anything else).
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Some(SweepClaim { _lock: None });
+            return Some(SweepClaim { lock: None });
         }
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "cannot read a setup lock; leaving the bridge alone");
@@ -106,7 +145,9 @@ fn claim_in(dir: &Path, bridge: &str) -> Option<SweepClaim> {
         }
     };
     match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => Some(SweepClaim { _lock: Some(lock) }),
+        Ok(lock) => Some(SweepClaim {
+            lock: Some((path, lock)),
+        }),
         Err((_, Errno::EWOULDBLOCK)) => None,
         Err((_, errno)) => {
             tracing::warn!(path = %path.display(), error = %errno, "cannot lock a setup lock; leaving the bridge alone");
