@@ -190,6 +190,24 @@ async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
         "{{index .Config.Labels \"dev.sandboxd.bridge\"}}",
     );
     let bridge = format!("sbx-{}", sandbox_common::random_hex(5).unwrap());
+    // The maker's setup lock, taken first as `up` takes it (flock(1) takes the same flock(2)
+    // lock): other tests' gc runs meanwhile.
+    std::fs::create_dir_all("/run/sandboxd/setup").unwrap();
+    let mut holder = KilledOnDrop::spawn(
+        std::process::Command::new("flock")
+            .arg(format!("/run/sandboxd/setup/{bridge}"))
+            .args(["-c", "echo locked; exec sleep 600"]),
+    );
+    let mut line = String::new();
+    BufReader::new(holder.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+    let lock_file = std::path::PathBuf::from(format!("/run/sandboxd/setup/{bridge}"));
+    assert!(
+        lock_file.exists(),
+        "a concurrent gc took the lock file before flock locked it"
+    );
     let made = std::process::Command::new("docker")
         .args(["network", "create", "--label", "dev.sandboxd.managed=true"])
         .args([
@@ -247,18 +265,6 @@ async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
         assert!(gc.status.success(), "{gc:?}");
     };
 
-    // The maker's setup lock, as `up` holds it (flock(1) takes the same flock(2) lock).
-    std::fs::create_dir_all("/run/sandboxd/setup").unwrap();
-    let mut holder = KilledOnDrop::spawn(
-        std::process::Command::new("flock")
-            .arg(format!("/run/sandboxd/setup/{bridge}"))
-            .args(["-c", "echo locked; exec sleep 600"]),
-    );
-    let mut line = String::new();
-    BufReader::new(holder.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "locked");
     gc();
     assert!(
         network_exists(),
@@ -287,7 +293,7 @@ async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
         "the policy of a left-behind network was kept"
     );
     assert!(
-        !std::path::Path::new(&format!("/run/sandboxd/setup/{bridge}")).exists(),
+        !lock_file.exists(),
         "the lock file of a maker that died was kept"
     );
     assert!(
