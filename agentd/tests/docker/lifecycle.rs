@@ -303,6 +303,54 @@ async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
     assert_eq!(live.sh("echo still").await, (0, "still".to_string()));
 }
 
+/// The socket directory of a sandbox without network exists before its container does: `gc`
+/// must leave it alone while its maker holds it (the directory is the lock), and take it once
+/// the maker is gone.
+#[tokio::test]
+async fn gc_leaves_the_socket_directory_of_a_sandbox_being_made_alone() {
+    let live = Running::with(|c| c.network = Network::None).await;
+    let live_dir = std::path::Path::new(live.sandbox.url.strip_prefix("unix:").unwrap())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let root = live_dir.parent().unwrap();
+    let being_made = root.join(format!(
+        "sandbox-being-made-{}",
+        sandbox_common::random_hex(4).unwrap()
+    ));
+    std::fs::create_dir(&being_made).unwrap();
+    let mut holder = KilledOnDrop::spawn(
+        std::process::Command::new("flock")
+            .arg(&being_made)
+            .args(["-c", "echo locked; exec sleep 600"]),
+    );
+    let mut line = String::new();
+    BufReader::new(holder.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+    let gc = || {
+        let gc = agentd().args(["sandbox", "gc", "--json"]).output().unwrap();
+        assert!(gc.status.success(), "{gc:?}");
+    };
+    gc();
+    assert!(
+        being_made.is_dir(),
+        "gc removed the socket directory of a sandbox being made"
+    );
+    drop(holder);
+    gc();
+    assert!(
+        !being_made.exists(),
+        "a left-behind socket directory was kept"
+    );
+    assert!(
+        live_dir.is_dir(),
+        "gc removed the socket directory of a live sandbox"
+    );
+    assert_eq!(live.sh("echo still").await, (0, "still".to_string()));
+}
+
 /// `docker inspect -f FORMAT` of `id`, trimmed.
 fn docker_inspect(id: &str, format: &str) -> String {
     let out = std::process::Command::new("docker")

@@ -5,6 +5,7 @@
 //! (never those of one being set up: [`setup`](super::setup)).
 
 use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
 
 use bollard::models::{Ipam, IpamConfig, NetworkCreateRequest};
 use bollard::query_parameters::{InspectNetworkOptions, ListNetworksOptionsBuilder};
@@ -18,6 +19,10 @@ impl DockerHost {
     /// egress policies, and the rules and policies of bridges that no longer exist (sandboxes
     /// that went away without agentd). A bridge being set up is left alone (see [`setup`]).
     pub(super) async fn sweep_networks(&self) -> Result<(), DockerError> {
+        let _turn = tokio::task::spawn_blocking(|| setup::sweep_turn(Path::new(setup::SETUP_DIR)))
+            .await
+            .ok()
+            .flatten();
         let options = ListNetworksOptionsBuilder::default()
             .filters(&labels::managed_filter())
             .build();
@@ -44,7 +49,9 @@ impl DockerHost {
             // Held while this bridge is judged and removed: nobody sets it up meanwhile, and
             // what is seen after taking it is what counts (a rule listed above may belong to
             // a sandbox that has started since).
-            let Some(claim) = setup::claim_for_sweep(&bridge) else {
+            let Some(claim) =
+                setup::claim_for_sweep(&setup::bridge_lock(&bridge), setup::OnClaim::Remove)
+            else {
                 continue;
             };
             let in_use = match self

@@ -238,27 +238,33 @@ impl DockerHost {
         })
     }
 
-    /// A fresh directory for one sandbox's socket: the root is this user's alone (0700); the
-    /// directory itself is writable by the sandbox user, which creates the socket in it.
-    fn socket_dir(&self, name: &str) -> Result<PathBuf, DockerError> {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        let io = |source| DockerError::SocketDir {
-            path: self.socket_root.clone(),
-            source,
+    /// A fresh directory for one sandbox's socket, claimed for setting up (see [`setup`]): the
+    /// root is this user's alone (0700); the directory itself is writable by the sandbox user,
+    /// which creates the socket in it.
+    async fn socket_dir(&self, name: &str) -> Result<(PathBuf, setup::SetupLock), DockerError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let root = self.socket_root.clone();
+        let dir = root.join(name);
+        let made = {
+            let dir = dir.clone();
+            tokio::task::spawn_blocking(move || {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&root)?;
+                setup::SetupLock::socket_dir(&dir)
+            })
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|made| made)
         };
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.socket_root)
-            .map_err(io)?;
-        let dir = self.socket_root.join(name);
-        std::fs::DirBuilder::new()
-            .mode(0o777)
-            .create(&dir)
-            .map_err(io)?;
-        // The umask may have taken bits away.
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
-        Ok(dir)
+        match made {
+            Ok(lock) => Ok((dir, lock)),
+            Err(source) => Err(DockerError::SocketDir {
+                path: self.socket_root.clone(),
+                source,
+            }),
+        }
     }
 
     /// The engine connection, for image operations ([`image`]).
@@ -322,34 +328,31 @@ impl DockerHost {
         if let Some(owner) = owner {
             ours.insert(labels::OWNER.to_string(), owner.label());
         }
-        let (socket_dir, bridge) = match config.network {
+        let key = random_hex(32).map_err(|e| DockerError::Entropy(e.to_string()))?;
+        // `setup` keeps `gc` away from the network and its rules, or the socket directory,
+        // until the container runs (see `setup`): until then no container uses them, as for
+        // ones left behind.
+        let (socket_dir, bridge, setup) = match config.network {
             Network::Bridge => {
                 // An interface name has at most 15 bytes.
                 let bridge = format!("{}{}", network::BRIDGE_PREFIX, &suffix[..10]);
                 ours.insert(labels::BRIDGE.to_string(), bridge.clone());
-                (None, Some(bridge))
+                let locked = bridge.clone();
+                let setup = tokio::task::spawn_blocking(move || setup::SetupLock::bridge(&locked))
+                    .await
+                    .map_err(std::io::Error::other)
+                    .and_then(|made| made)
+                    .map_err(|source| DockerError::SetupLock {
+                        path: setup::bridge_lock(&bridge),
+                        source,
+                    })?;
+                (None, Some(bridge), setup)
             }
             Network::None => {
-                let dir = self.socket_dir(&name)?;
+                let (dir, setup) = self.socket_dir(&name).await?;
                 ours.insert(labels::SOCKET_DIR.to_string(), dir.display().to_string());
-                (Some(dir), None)
+                (Some(dir), None, setup)
             }
-        };
-        let key = random_hex(32).map_err(|e| DockerError::Entropy(e.to_string()))?;
-        // Keeps `gc` away from the network and its rules until the container runs on it (see
-        // `setup`): until then no container uses the network, as for one left behind.
-        let setup = match &bridge {
-            Some(bridge) => {
-                let bridge = bridge.clone();
-                Some(
-                    tokio::task::spawn_blocking(move || setup::SetupLock::acquire(&bridge))
-                        .await
-                        .map_err(|e| {
-                            DockerError::Unsupported(format!("taking the setup lock failed: {e}"))
-                        })??,
-                )
-            }
-            None => None,
         };
         // The network (the engine's work) and the disk (ours) at once: both are on the way to
         // the first observation, and neither needs the other.
@@ -679,16 +682,41 @@ impl DockerHost {
                 }
             }
         }
-        // Socket directories whose container went away some other way.
+        // Socket directories whose container went away some other way (never one of a sandbox
+        // being made: `setup`).
+        let root = self.socket_root.clone();
+        let turn = tokio::task::spawn_blocking(move || setup::sweep_turn(&root))
+            .await
+            .ok()
+            .flatten();
         let live: Vec<String> = self.list().await?.into_iter().map(|s| s.name).collect();
         if let Ok(entries) = std::fs::read_dir(&self.socket_root) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if !live.contains(&name) {
-                    let _ = std::fs::remove_dir_all(entry.path());
+                if live.contains(&name) || name == setup::SWEEP_TURN {
+                    continue;
                 }
+                let Some(claim) = setup::claim_for_sweep(&entry.path(), setup::OnClaim::Keep)
+                else {
+                    continue;
+                };
+                // Judged now that nobody is making it: its container may have started since
+                // `live` was listed.
+                match self
+                    .docker
+                    .inspect_container(&name, None::<InspectContainerOptions>)
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(e) if is_not_found(&e) => {
+                        let _ = std::fs::remove_dir_all(entry.path());
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                drop(claim);
             }
         }
+        drop(turn);
         disk::sweep(&self.docker, &live).await?;
         layer::sweep(&self.docker).await?;
         self.sweep_networks().await?;

@@ -1,80 +1,111 @@
-//! The claim on a sandbox network while it is being set up, so that `gc` (of this or another
-//! agentd of the engine) leaves it alone.
+//! The claim on what a sandbox is being set up with, so that `gc` (of this or another agentd
+//! of the engine) leaves it alone.
 //!
 //! Between the moment a sandbox's network and firewall rules are made and the moment its
 //! container is started on that network, the network is used by no container: to a sweep it
 //! looks exactly like the network of a sandbox that went away. Removing its rules then would
-//! start the sandbox without isolation (fail open). So the agentd making a sandbox holds an
-//! exclusive `flock` on `SETUP_DIR/BRIDGE` from before the first rule until the container
-//! has started (or everything is removed again), and a sweep takes the same lock, without
-//! waiting, before it removes anything of a bridge: a held lock means "being made, skip".
-//! Bridge names are random per sandbox, so the only contention is the sweep's.
+//! start the sandbox without isolation (fail open). Likewise the socket directory of a sandbox
+//! without network exists before its container does, and removing it would fail the `up`. So
+//! the agentd making a sandbox holds an exclusive `flock` from before the first of these is
+//! made until the container has started (or everything is removed again), and a sweep takes
+//! the same lock, without waiting, before it removes anything: a held lock means "being made,
+//! skip". What is locked:
 //!
+//! - for a bridge, the file `SETUP_DIR/BRIDGE` (removed with the lock);
+//! - for a socket directory, the directory itself (its socket's home afterwards).
+//!
+//! Bridge and sandbox names are unique, so the only contention is a sweep's, for an instant.
 //! The sweep decides from what it sees *after* taking the lock (see
-//! [`DockerHost::sweep_networks`](super::DockerHost)): a rule it listed earlier was installed
-//! under the maker's lock, and once that lock is released the container is running on the
-//! network, which a fresh look sees as in use.
+//! [`DockerHost::sweep_networks`](super::DockerHost) and `gc`): a rule it listed earlier was
+//! installed under the maker's lock, and once that lock is released the container is running,
+//! which a fresh look sees.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
-use super::DockerError;
-
-/// Where the lock files live (beside the egress policies; root's, as the firewall is).
+/// Where the bridges' lock files live (beside the egress policies; root's, as the firewall
+/// is).
 pub(crate) const SETUP_DIR: &str = "/run/sandboxd/setup";
 
-fn lock_path(dir: &Path, bridge: &str) -> PathBuf {
-    dir.join(bridge)
+/// What a sweep does with a lock's path once it has claimed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnClaim {
+    /// A lock file: a leftover of a maker that died (a live one removes its own); it goes
+    /// with the claim.
+    Remove,
+    /// The thing itself (a socket directory): the sweep decides.
+    Keep,
 }
 
-/// The maker's claim on `bridge`: held until dropped, when the lock file goes too.
+/// The maker's claim: held until dropped, when a bridge's lock file goes too.
 #[derive(Debug)]
 pub(crate) struct SetupLock {
     path: PathBuf,
+    remove: bool,
     _lock: Flock<File>,
 }
 
 impl SetupLock {
     /// Claims `bridge` for setting up, waiting for a sweep that holds it (for an instant).
-    pub(crate) fn acquire(bridge: &str) -> Result<Self, DockerError> {
-        Self::acquire_in(Path::new(SETUP_DIR), bridge)
+    pub(crate) fn bridge(bridge: &str) -> io::Result<Self> {
+        Self::bridge_in(Path::new(SETUP_DIR), bridge)
     }
 
-    fn acquire_in(dir: &Path, bridge: &str) -> Result<Self, DockerError> {
-        let error = |path: &Path, source: std::io::Error| DockerError::SetupLock {
-            path: path.to_path_buf(),
-            source,
-        };
+    fn bridge_in(dir: &Path, bridge: &str) -> io::Result<Self> {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
-            .create(dir)
-            .map_err(|e| error(dir, e))?;
-        let path = lock_path(dir, bridge);
-        loop {
-            let file = OpenOptions::new()
+            .create(dir)?;
+        Self::lock_fresh(&dir.join(bridge), true, |path| {
+            OpenOptions::new()
                 .write(true)
                 .create(true)
                 .truncate(false)
                 .mode(0o600)
-                .open(&path)
-                .map_err(|e| error(&path, e))?;
-            let lock = Flock::lock(file, FlockArg::LockExclusive)
-                .map_err(|(_, errno)| error(&path, errno.into()))?;
-            // A sweep may have claimed the file between our open and our lock and removed it
-            // (it removes the lock files it claims): then ours is no one's, and we start over.
-            let locked = lock.metadata().map_err(|e| error(&path, e))?;
-            match std::fs::metadata(&path) {
+                .open(path)
+        })
+    }
+
+    /// Makes `dir`, a sandbox's socket directory (new; writable by the sandbox user, who
+    /// creates the socket in it), and claims it for setting up. The directory stays after the
+    /// claim.
+    pub(crate) fn socket_dir(dir: &Path) -> io::Result<Self> {
+        Self::lock_fresh(dir, false, |dir| {
+            std::fs::DirBuilder::new().mode(0o777).create(dir)?;
+            // The umask may have taken bits away.
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))?;
+            File::open(dir)
+        })
+    }
+
+    /// Opens `path` with `open` and locks it, until the locked file is the one `path` names: a
+    /// sweep may claim it between the open and the lock and remove it, and then ours is no
+    /// one's.
+    fn lock_fresh(
+        path: &Path,
+        remove: bool,
+        open: impl Fn(&Path) -> io::Result<File>,
+    ) -> io::Result<Self> {
+        loop {
+            let lock = Flock::lock(open(path)?, FlockArg::LockExclusive)
+                .map_err(|(_, errno)| io::Error::from(errno))?;
+            let locked = lock.metadata()?;
+            match std::fs::metadata(path) {
                 Ok(named) if named.ino() == locked.ino() && named.dev() == locked.dev() => {
-                    return Ok(Self { path, _lock: lock });
+                    return Ok(Self {
+                        path: path.to_path_buf(),
+                        remove,
+                        _lock: lock,
+                    });
                 }
                 Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(error(&path, e)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
             }
         }
     }
@@ -84,34 +115,107 @@ impl Drop for SetupLock {
     fn drop(&mut self) {
         // Unlinked while still locked: a sweep that opened the file before sees it unlocked
         // afterwards, one that opens it after finds none; either way the setup is over.
-        if let Err(e) = std::fs::remove_file(&self.path)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            tracing::warn!(path = %self.path.display(), error = %e, "cannot remove a setup lock");
+        if self.remove {
+            remove_lock_file(&self.path);
         }
     }
 }
 
-/// A sweep's claim on a bridge: while it is held, no agentd is setting the bridge up. The
-/// lock file, if any, is a leftover of a maker that died (a live one removes its own) and goes
-/// with the claim.
+fn remove_lock_file(path: &Path) {
+    if let Err(e) = std::fs::remove_file(path)
+        && e.kind() != io::ErrorKind::NotFound
+    {
+        tracing::warn!(path = %path.display(), error = %e, "cannot remove a setup lock");
+    }
+}
+
+/// A sweep's claim: while it is held, no agentd is setting up what it names.
 #[derive(Debug)]
 pub(crate) struct SweepClaim {
     lock: Option<(PathBuf, Flock<File>)>,
+    on_claim: OnClaim,
 }
 
 impl Drop for SweepClaim {
     fn drop(&mut self) {
         // Removed while still locked: a maker that opened it meanwhile finds that its file is
-        // no longer the one named and makes a new one (`SetupLock::acquire`).
-        if let Some((path, _)) = &self.lock
-            && let Err(e) = std::fs::remove_file(path)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            tracing::warn!(path = %path.display(), error = %e, "cannot remove a setup lock");
+        // no longer the one named and makes a new one (`SetupLock::lock_fresh`).
+        if let (Some((path, _)), OnClaim::Remove) = (&self.lock, self.on_claim) {
+            remove_lock_file(path);
         }
     }
 }
+
+/// The lock file of `bridge`.
+pub(crate) fn bridge_lock(bridge: &str) -> PathBuf {
+    Path::new(SETUP_DIR).join(bridge)
+}
+
+/// Claims `path` for a sweep if nobody is setting it up; `None` if someone is (or if that
+/// cannot be told: then the sweep leaves it alone, which is the safe side). A path that does
+/// not exist is claimed: a maker makes it before anything else.
+pub(crate) fn claim_for_sweep(path: &Path, on_claim: OnClaim) -> Option<SweepClaim> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Some(SweepClaim {
+                lock: None,
+                on_claim,
+            });
+        }
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot read a setup lock; leaving it alone");
+            return None;
+        }
+    };
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Some(SweepClaim {
+            lock: Some((path.to_path_buf(), lock)),
+            on_claim,
+        }),
+        Err((_, Errno::EWOULDBLOCK)) => None,
+        Err((_, errno)) => {
+            tracing::warn!(path = %path.display(), error = %errno, "cannot lock a setup lock; leaving it alone");
+            None
+        }
+    }
+}
+
+/// The turn of one sweep of what `dir` holds (bridges' lock files, or socket directories),
+/// waited for: sweeps take turns, so that once `gc` returns, what another `gc` had claimed
+/// meanwhile is dealt with too. Only the order hangs on it (each thing is claimed on its
+/// own), so where it cannot be had the sweep goes on without it. Blocks: call it off the
+/// async threads.
+pub(crate) fn sweep_turn(dir: &Path) -> Option<Flock<File>> {
+    let path = dir.join(SWEEP_TURN);
+    let file = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .and_then(|()| {
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)
+        });
+    match file.map(|file| Flock::lock(file, FlockArg::LockExclusive)) {
+        Ok(Ok(lock)) => Some(lock),
+        Ok(Err((_, errno))) => {
+            tracing::debug!(path = %path.display(), error = %errno, "sweeping without waiting for other sweeps");
+            None
+        }
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "sweeping without waiting for other sweeps");
+            None
+        }
+    }
+}
+
+/// The file sweeps take turns on, in the directory they sweep (no sandbox or bridge name
+/// starts with a dot).
+pub(crate) const SWEEP_TURN: &str = ".sweep";
 
 /// The bridges that have a lock file: being set up, or left by a maker that died.
 pub(crate) fn locked_bridges() -> Vec<String> {
@@ -123,37 +227,6 @@ pub(crate) fn locked_bridges() -> Vec<String> {
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .filter(|name| name.starts_with(super::network::BRIDGE_PREFIX))
         .collect()
-}
-
-/// Claims `bridge` for a sweep if nobody is setting it up; `None` if someone is (or if that
-/// cannot be told: then the sweep leaves the bridge alone, which is the safe side).
-pub(crate) fn claim_for_sweep(bridge: &str) -> Option<SweepClaim> {
-    claim_in(Path::new(SETUP_DIR), bridge)
-}
-
-fn claim_in(dir: &Path, bridge: &str) -> Option<SweepClaim> {
-    let path = lock_path(dir, bridge);
-    let file = match OpenOptions::new().read(true).open(&path) {
-        Ok(file) => file,
-        // No lock file: not being set up (the maker makes it before anything else).
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Some(SweepClaim { lock: None });
-        }
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "cannot read a setup lock; leaving the bridge alone");
-            return None;
-        }
-    };
-    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => Some(SweepClaim {
-            lock: Some((path, lock)),
-        }),
-        Err((_, Errno::EWOULDBLOCK)) => None,
-        Err((_, errno)) => {
-            tracing::warn!(path = %path.display(), error = %errno, "cannot lock a setup lock; leaving the bridge alone");
-            None
-        }
-    }
 }
 
 #[cfg(test)]
