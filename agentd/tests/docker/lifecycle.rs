@@ -162,9 +162,7 @@ async fn gc_removes_the_sandboxes_of_a_killed_agentd_and_keeps_the_rest() {
         .expect("still there");
     assert!(entry.orphaned);
 
-    let gc = agentd().args(["sandbox", "gc", "--json"]).output().unwrap();
-    assert!(gc.status.success());
-    let report: Value = serde_json::from_slice(&gc.stdout).unwrap();
+    let report: Value = serde_json::from_slice(&gc_cli().stdout).unwrap();
     let removed: Vec<&str> = report["removed"]
         .as_array()
         .unwrap()
@@ -190,20 +188,10 @@ async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
         "{{index .Config.Labels \"dev.sandboxd.bridge\"}}",
     );
     let bridge = format!("sbx-{}", sandbox_common::random_hex(5).unwrap());
-    // The maker's setup lock, taken first as `up` takes it (flock(1) takes the same flock(2)
-    // lock): other tests' gc runs meanwhile.
+    // The maker's setup lock, taken first as `up` takes it: other tests' gc runs meanwhile.
     std::fs::create_dir_all("/run/sandboxd/setup").unwrap();
-    let mut holder = KilledOnDrop::spawn(
-        std::process::Command::new("flock")
-            .arg(format!("/run/sandboxd/setup/{bridge}"))
-            .args(["-c", "echo locked; exec sleep 600"]),
-    );
-    let mut line = String::new();
-    BufReader::new(holder.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "locked");
     let lock_file = std::path::PathBuf::from(format!("/run/sandboxd/setup/{bridge}"));
+    let holder = FlockHolder::lock(&lock_file);
     assert!(
         lock_file.exists(),
         "a concurrent gc took the lock file before flock locked it"
@@ -260,12 +248,8 @@ async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
             .filter(|l| l.contains(&format!("sandboxd:{bridge}")))
             .count()
     };
-    let gc = || {
-        let gc = agentd().args(["sandbox", "gc", "--json"]).output().unwrap();
-        assert!(gc.status.success(), "{gc:?}");
-    };
 
-    gc();
+    gc_cli();
     assert!(
         network_exists(),
         "gc removed the network of a sandbox being made"
@@ -281,7 +265,7 @@ async fn gc_leaves_the_network_and_rules_of_a_sandbox_being_made_alone() {
     );
 
     drop(holder);
-    gc();
+    gc_cli();
     assert!(!network_exists(), "a left-behind network was kept");
     assert_eq!(
         rules_of(&bridge),
@@ -319,27 +303,14 @@ async fn gc_leaves_the_socket_directory_of_a_sandbox_being_made_alone() {
         sandbox_common::random_hex(4).unwrap()
     ));
     std::fs::create_dir(&being_made).unwrap();
-    let mut holder = KilledOnDrop::spawn(
-        std::process::Command::new("flock")
-            .arg(&being_made)
-            .args(["-c", "echo locked; exec sleep 600"]),
-    );
-    let mut line = String::new();
-    BufReader::new(holder.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "locked");
-    let gc = || {
-        let gc = agentd().args(["sandbox", "gc", "--json"]).output().unwrap();
-        assert!(gc.status.success(), "{gc:?}");
-    };
-    gc();
+    let holder = FlockHolder::lock(&being_made);
+    gc_cli();
     assert!(
         being_made.is_dir(),
         "gc removed the socket directory of a sandbox being made"
     );
     drop(holder);
-    gc();
+    gc_cli();
     assert!(
         !being_made.exists(),
         "a left-behind socket directory was kept"
@@ -361,23 +332,39 @@ fn docker_inspect(id: &str, format: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// A child in its own process group, killed (the whole group) and reaped on drop.
-struct KilledOnDrop(std::process::Child);
+/// `agentd sandbox gc --json`, which must succeed.
+fn gc_cli() -> std::process::Output {
+    let gc = agentd().args(["sandbox", "gc", "--json"]).output().unwrap();
+    assert!(gc.status.success(), "{gc:?}");
+    gc
+}
 
-impl KilledOnDrop {
-    fn spawn(command: &mut std::process::Command) -> Self {
+/// An exclusive `flock` on a path (flock(1) takes the same flock(2) lock as agentd), held by
+/// a child in its own process group until dropped, when the group is killed and reaped.
+struct FlockHolder(std::process::Child);
+
+impl FlockHolder {
+    /// Returns once the lock is held.
+    fn lock(path: &std::path::Path) -> Self {
         use std::os::unix::process::CommandExt;
-        Self(
-            command
-                .process_group(0)
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        )
+        let mut child = std::process::Command::new("flock")
+            .arg(path)
+            .args(["-c", "echo locked; exec sleep 600"])
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let holder = Self(child);
+        assert_eq!(line.trim(), "locked");
+        holder
     }
 }
 
-impl Drop for KilledOnDrop {
+impl Drop for FlockHolder {
     fn drop(&mut self) {
         let group = nix::unistd::Pid::from_raw(-(self.0.id() as i32));
         let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);

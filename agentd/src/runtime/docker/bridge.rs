@@ -19,10 +19,7 @@ impl DockerHost {
     /// egress policies, and the rules and policies of bridges that no longer exist (sandboxes
     /// that went away without agentd). A bridge being set up is left alone (see [`setup`]).
     pub(super) async fn sweep_networks(&self) -> Result<(), DockerError> {
-        let _turn = tokio::task::spawn_blocking(|| setup::sweep_turn(Path::new(setup::SETUP_DIR)))
-            .await
-            .ok()
-            .flatten();
+        let _turn = setup::sweep_turn(Path::new(setup::SETUP_DIR)).await;
         let options = ListNetworksOptionsBuilder::default()
             .filters(&labels::managed_filter())
             .build();

@@ -238,35 +238,6 @@ impl DockerHost {
         })
     }
 
-    /// A fresh directory for one sandbox's socket, claimed for setting up (see [`setup`]): the
-    /// root is this user's alone (0700); the directory itself is writable by the sandbox user,
-    /// which creates the socket in it.
-    async fn socket_dir(&self, name: &str) -> Result<(PathBuf, setup::SetupLock), DockerError> {
-        use std::os::unix::fs::DirBuilderExt;
-        let root = self.socket_root.clone();
-        let dir = root.join(name);
-        let made = {
-            let dir = dir.clone();
-            tokio::task::spawn_blocking(move || {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&root)?;
-                setup::SetupLock::socket_dir(&dir)
-            })
-            .await
-            .map_err(std::io::Error::other)
-            .and_then(|made| made)
-        };
-        match made {
-            Ok(lock) => Ok((dir, lock)),
-            Err(source) => Err(DockerError::SocketDir {
-                path: self.socket_root.clone(),
-                source,
-            }),
-        }
-    }
-
     /// The engine connection, for image operations ([`image`]).
     pub fn docker(&self) -> &Docker {
         &self.docker
@@ -337,19 +308,22 @@ impl DockerHost {
                 // An interface name has at most 15 bytes.
                 let bridge = format!("{}{}", network::BRIDGE_PREFIX, &suffix[..10]);
                 ours.insert(labels::BRIDGE.to_string(), bridge.clone());
-                let locked = bridge.clone();
-                let setup = tokio::task::spawn_blocking(move || setup::SetupLock::bridge(&locked))
-                    .await
-                    .map_err(std::io::Error::other)
-                    .and_then(|made| made)
-                    .map_err(|source| DockerError::SetupLock {
+                let setup = setup::SetupLock::bridge(&bridge).await.map_err(|source| {
+                    DockerError::SetupLock {
                         path: setup::bridge_lock(&bridge),
                         source,
-                    })?;
+                    }
+                })?;
                 (None, Some(bridge), setup)
             }
             Network::None => {
-                let (dir, setup) = self.socket_dir(&name).await?;
+                let setup = setup::SetupLock::socket_dir(&self.socket_root, &name)
+                    .await
+                    .map_err(|source| DockerError::SocketDir {
+                        path: self.socket_root.clone(),
+                        source,
+                    })?;
+                let dir = self.socket_root.join(&name);
                 ours.insert(labels::SOCKET_DIR.to_string(), dir.display().to_string());
                 (Some(dir), None, setup)
             }
@@ -684,11 +658,7 @@ impl DockerHost {
         }
         // Socket directories whose container went away some other way (never one of a sandbox
         // being made: `setup`).
-        let root = self.socket_root.clone();
-        let turn = tokio::task::spawn_blocking(move || setup::sweep_turn(&root))
-            .await
-            .ok()
-            .flatten();
+        let turn = setup::sweep_turn(&self.socket_root).await;
         let live: Vec<String> = self.list().await?.into_iter().map(|s| s.name).collect();
         if let Ok(entries) = std::fs::read_dir(&self.socket_root) {
             for entry in entries.flatten() {

@@ -52,29 +52,30 @@ pub(crate) struct SetupLock {
 
 impl SetupLock {
     /// Claims `bridge` for setting up, waiting for a sweep that holds it (for an instant).
-    pub(crate) fn bridge(bridge: &str) -> io::Result<Self> {
-        Self::bridge_in(Path::new(SETUP_DIR), bridge)
+    pub(crate) async fn bridge(bridge: &str) -> io::Result<Self> {
+        let bridge = bridge.to_string();
+        off_thread(move || Self::bridge_in(Path::new(SETUP_DIR), &bridge)).await
     }
 
     fn bridge_in(dir: &Path, bridge: &str) -> io::Result<Self> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-        Self::lock_fresh(&dir.join(bridge), true, |path| {
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(path)
-        })
+        private_dir(dir)?;
+        Self::lock_fresh(&dir.join(bridge), true, open_lock_file)
     }
 
-    /// Makes `dir`, a sandbox's socket directory (new; writable by the sandbox user, who
-    /// creates the socket in it), and claims it for setting up. The directory stays after the
-    /// claim.
-    pub(crate) fn socket_dir(dir: &Path) -> io::Result<Self> {
+    /// Makes `root/name`, a sandbox's socket directory, and claims it for setting up: `root`
+    /// is this user's alone (0700); the directory is new and writable by the sandbox user, who
+    /// creates the socket in it. The directory stays after the claim.
+    pub(crate) async fn socket_dir(root: &Path, name: &str) -> io::Result<Self> {
+        let dir = root.join(name);
+        let root = root.to_path_buf();
+        off_thread(move || {
+            private_dir(&root)?;
+            Self::socket_dir_in(&dir)
+        })
+        .await
+    }
+
+    fn socket_dir_in(dir: &Path) -> io::Result<Self> {
         Self::lock_fresh(dir, false, |dir| {
             std::fs::DirBuilder::new().mode(0o777).create(dir)?;
             // The umask may have taken bits away.
@@ -119,6 +120,33 @@ impl Drop for SetupLock {
             remove_lock_file(&self.path);
         }
     }
+}
+
+/// Runs blocking file work (an `flock` may wait) off the async threads.
+async fn off_thread<T: Send + 'static>(
+    work: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(io::Error::other)?
+}
+
+/// Makes `dir` (and its parents) if missing, for this user alone.
+fn private_dir(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Opens (making it if missing) the lock file `path`, for this user alone.
+fn open_lock_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
 }
 
 fn remove_lock_file(path: &Path) {
@@ -184,33 +212,21 @@ pub(crate) fn claim_for_sweep(path: &Path, on_claim: OnClaim) -> Option<SweepCla
 /// The turn of one sweep of what `dir` holds (bridges' lock files, or socket directories),
 /// waited for: sweeps take turns, so that once `gc` returns, what another `gc` had claimed
 /// meanwhile is dealt with too. Only the order hangs on it (each thing is claimed on its
-/// own), so where it cannot be had the sweep goes on without it. Blocks: call it off the
-/// async threads.
-pub(crate) fn sweep_turn(dir: &Path) -> Option<Flock<File>> {
+/// own), so where it cannot be had the sweep goes on without it.
+pub(crate) async fn sweep_turn(dir: &Path) -> Option<Flock<File>> {
     let path = dir.join(SWEEP_TURN);
-    let file = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .and_then(|()| {
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&path)
-        });
-    match file.map(|file| Flock::lock(file, FlockArg::LockExclusive)) {
-        Ok(Ok(lock)) => Some(lock),
-        Ok(Err((_, errno))) => {
-            tracing::debug!(path = %path.display(), error = %errno, "sweeping without waiting for other sweeps");
-            None
-        }
-        Err(e) => {
-            tracing::debug!(path = %path.display(), error = %e, "sweeping without waiting for other sweeps");
-            None
-        }
-    }
+    let dir = dir.to_path_buf();
+    let shown = path.clone();
+    let turn = off_thread(move || {
+        private_dir(&dir)?;
+        Flock::lock(open_lock_file(&path)?, FlockArg::LockExclusive)
+            .map_err(|(_, errno)| io::Error::from(errno))
+    })
+    .await;
+    turn.inspect_err(|e| {
+        tracing::debug!(path = %shown.display(), error = %e, "sweeping without waiting for other sweeps");
+    })
+    .ok()
 }
 
 /// The file sweeps take turns on, in the directory they sweep (no sandbox or bridge name

@@ -78,7 +78,7 @@ fn a_socket_directory_being_set_up_is_not_claimed_and_stays_after() {
     use std::os::unix::fs::PermissionsExt;
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("sandbox-0123");
-    let setup = SetupLock::socket_dir(&dir).unwrap();
+    let setup = SetupLock::socket_dir_in(&dir).unwrap();
     let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o777);
     assert!(claim_for_sweep(&dir, OnClaim::Keep).is_none());
@@ -87,5 +87,5 @@ fn a_socket_directory_being_set_up_is_not_claimed_and_stays_after() {
     drop(claim);
     assert!(dir.is_dir(), "a sweep's claim removed a socket directory");
     // A name in use is refused, not shared.
-    assert!(SetupLock::socket_dir(&dir).is_err());
+    assert!(SetupLock::socket_dir_in(&dir).is_err());
 }
